@@ -1,0 +1,520 @@
+"""Reads tool calls written as JSON: the body of a `<tool_call>` block, or a bare JSON object.
+
+A body holds one or more values: call objects, or lists of them, possibly inside a code fence.
+A call object is `{"name": ..., "arguments": {...}}` in any key order, or the OpenAI shape
+`{"type": "function", "function": {...}}`; `parameters`/`args` stand for `arguments`, which may
+also be a JSON string, and keys that are none of these are taken as flat arguments when no
+`arguments` key is given.
+
+The lexer's tokens are routed as they come: the name starts the call, the arguments subtree goes
+to a `CanonicalWriter` whose output is streamed as argument deltas. When the lexer cannot read
+the text, the rest of the block is collected and handed to json-repair once the closing tag is
+seen; the repaired value is replayed through the same routing so the call keeps its index and
+what was already streamed.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+from hermes_tools.block_text import BlockText
+from hermes_tools.json_lexer import JsonLexer, NullSink, canonical, repair
+from hermes_tools.json_writer import CanonicalWriter
+from hermes_tools.pending_call import CallEmitter, PendingCall
+from hermes_tools.tags import NeedMore, TagMatcher
+from hermes_tools.tools import Toolbox
+
+_NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
+_ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args"})
+_IGNORED_KEYS = frozenset({"type", "id"})
+_FUNCTION_KEY = "function"
+_SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
+_SEPARATORS = re.compile(r"[\s,]*")
+TRUNCATED = "the output ended before the call was complete (truncated)"
+
+
+class _Field(enum.Enum):
+    NAME = enum.auto()
+    ARGUMENTS = enum.auto()
+    FUNCTION = enum.auto()
+    IGNORED = enum.auto()
+    EXTRA = enum.auto()
+
+
+def _field(key: str) -> _Field:
+    if key in _NAME_KEYS:
+        return _Field.NAME
+    if key in _ARGUMENT_KEYS:
+        return _Field.ARGUMENTS
+    if key == _FUNCTION_KEY:
+        return _Field.FUNCTION
+    if key in _IGNORED_KEYS:
+        return _Field.IGNORED
+    return _Field.EXTRA
+
+
+class _Discard(NullSink):
+    """A sink for values that do not matter."""
+
+
+class _CollectString(_Discard):
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def string_chunk(self, text: str) -> None:
+        self.parts.append(text)
+
+
+class _StringArguments(_CollectString):
+    """`"arguments": "{\\"city\\": \\"Paris\\"}"`: the decoded string is lexed as it arrives."""
+
+    def __init__(self, writer: CanonicalWriter) -> None:
+        super().__init__()
+        self.writer = writer
+        self.lexer = JsonLexer(writer)
+
+    def string_chunk(self, text: str) -> None:
+        self.parts.append(text)
+        lexer = self.lexer
+        if lexer.error is None and not lexer.done:
+            stop = lexer.feed(text)
+            if stop < len(text) and lexer.error is None and not lexer.done:
+                lexer.error = "unexpected '<'"
+
+    def settle(self) -> Any:
+        """Returns a repaired value to replay, or None when the streamed one is complete."""
+        self.lexer.finish_word()
+        if self.lexer.done and self.lexer.error is None:
+            return None
+        decoded = "".join(self.parts)
+        if not decoded.strip():
+            return {}
+        return repair(decoded)
+
+
+class _Call:
+    __slots__ = ("args", "extras", "pending", "raw_start", "string_args")
+
+    def __init__(self, pending: PendingCall, raw_start: int) -> None:
+        self.pending = pending
+        self.raw_start = raw_start
+        self.args: CanonicalWriter | None = None
+        self.string_args: _StringArguments | None = None
+        self.extras: CanonicalWriter | None = None
+
+
+_BETWEEN, _VALUE, _FAILED = range(3)
+_NOT_JSON = "expected a JSON object with the call's name and arguments"
+
+
+class JsonCallReader:
+    """Reads JSON calls until a tag of kind "end"; tags of kind "skip" between calls are
+    ignored (a repeated opening tag). Events go to the emitter.
+
+    `strict` is for a bare JSON object outside any tag: one object, only call-shaped keys, and
+    a bound tool's name; anything else sets `rejected` and the text is not a call.
+    """
+
+    def __init__(
+        self,
+        emitter: CallEmitter,
+        toolbox: Toolbox,
+        tags: TagMatcher,
+        *,
+        strict: bool = False,
+    ) -> None:
+        self._emitter = emitter
+        self._toolbox = toolbox
+        self._tags = tags
+        self._strict = strict
+        self.finished = False
+        self.rejected = False
+        self._state = _BETWEEN
+        self._raw = BlockText()
+        self._base = 0  # absolute offset of text[0] during a feed
+        self._lexer: JsonLexer | None = None
+        self._failure: tuple[str, int] | None = None  # error, absolute start of the bad text
+        self._replay_raw: str | None = None
+        self._reset_routing()
+
+    def _reset_routing(self) -> None:
+        self._depth = 0
+        self._frames: list[bool] = []  # per open container: is it (part of) a call object
+        self._call: _Call | None = None
+        self._field: _Field | None = None
+        self._route: Any = None
+        self._route_field: _Field | None = None
+        self._route_base = 0
+        self._adopt: PendingCall | None = None
+
+    @property
+    def lexer(self) -> JsonLexer | None:
+        return self._lexer
+
+    # -- driving --------------------------------------------------------------------------
+
+    def feed(self, text: str, pos: int) -> int:
+        """Consume from `pos`; return where it stopped: short of the end only when the block
+        finished there, or when a tag may be cut by the chunk boundary (feed that tail again
+        with more text)."""
+        self._base = len(self._raw) - pos
+        self._raw.add(text[pos:])
+        while pos < len(text) and not self.finished and not self.rejected:
+            state = self._state
+            if state == _BETWEEN:
+                new_pos = self._between(text, pos)
+            elif state == _VALUE:
+                new_pos = self._value(text, pos)
+            else:
+                new_pos = self._failed(text, pos)
+            if new_pos == pos and state == self._state:
+                break
+            pos = new_pos
+        self._raw.give_back(len(text) - pos)
+        return pos
+
+    def close(self, rest: str = "") -> None:
+        """The output ended, after `rest`: a cut-off tail the parser was holding."""
+        if self.finished or self.rejected:
+            return
+        cut_end_tag = self._tags.kind_prefixed_by(rest) == "end"
+        self.finished = True
+        if self._state == _VALUE:
+            lexer = self._lexer
+            assert lexer is not None
+            if self._strict:
+                lexer.finish_word()
+                self.rejected = not lexer.done
+                return
+            complete = lexer.close_open_containers() if cut_end_tag else self._finish_lexer()
+            self._flush_args()
+            if not complete:
+                self._abandon_open_call(
+                    "the call's JSON is incomplete" if cut_end_tag else TRUNCATED
+                )
+        elif self._state == _FAILED:
+            self._settle_failure(len(self._raw), repairable=cut_end_tag)
+
+    def _finish_lexer(self) -> bool:
+        assert self._lexer is not None
+        self._lexer.finish_word()
+        return self._lexer.done
+
+    def _abs(self, pos: int) -> int:
+        return self._base + pos
+
+    # -- states ---------------------------------------------------------------------------
+
+    def _between(self, text: str, pos: int) -> int:
+        match = _SEPARATORS.match(text, pos)
+        assert match is not None
+        pos = match.end()
+        if pos >= len(text):
+            return pos
+        ch = text[pos]
+        if ch == "{" or (ch == "[" and not self._strict):
+            self._lexer = JsonLexer(self)
+            self._state = _VALUE
+            return pos
+        if ch == "`" and not self._strict:
+            if text.startswith("```", pos):
+                newline = text.find("\n", pos)
+                return pos if newline < 0 else newline + 1
+            if "```".startswith(text[pos:]):
+                return pos
+        if ch == "<" and not self._strict:
+            found = self._tags.match(text, pos)
+            if isinstance(found, NeedMore):
+                return pos
+            if isinstance(found, tuple):
+                kind, end = found
+                self.finished = kind == "end"
+                return end
+        if self._strict:
+            self.rejected = True
+            return pos
+        self._failure = (_NOT_JSON, self._abs(pos))
+        self._state = _FAILED
+        return pos
+
+    def _value(self, text: str, pos: int) -> int:
+        lexer = self._lexer
+        assert lexer is not None
+        pos = lexer.feed(text, pos)
+        self._flush_args()
+        if self.rejected:
+            return pos
+        if lexer.done:
+            self._state = _BETWEEN
+            self.finished = self._strict
+            return pos
+        if lexer.error is not None:
+            return self._fail_value(lexer.error, pos)
+        if pos >= len(text):
+            return pos
+        if self._strict:  # a `<` outside a string
+            self.rejected = True
+            return pos
+        found = self._tags.match(text, pos)
+        if isinstance(found, NeedMore):
+            return pos
+        if isinstance(found, tuple) and found[0] == "end":
+            complete = lexer.close_open_containers()
+            self._flush_args()
+            if not complete:
+                self._abandon_open_call("the call's JSON is incomplete")
+            self.finished = True
+            return found[1]
+        return self._fail_value("unexpected '<'", pos)
+
+    def _fail_value(self, error: str, pos: int) -> int:
+        if self._strict:
+            self.rejected = True
+            return pos
+        start = self._call.raw_start if self._call is not None else self._abs(pos)
+        self._failure = (f"the call is not valid JSON: {error}", start)
+        self._state = _FAILED
+        return pos
+
+    def _failed(self, text: str, pos: int) -> int:
+        while True:
+            lt = text.find("<", pos)
+            if lt < 0:
+                return len(text)
+            found = self._tags.match(text, lt)
+            if isinstance(found, NeedMore):
+                return lt
+            if isinstance(found, tuple) and found[0] == "end":
+                self._settle_failure(self._abs(lt), repairable=True)
+                self.finished = True
+                return found[1]
+            pos = lt + 1
+
+    def _settle_failure(self, end: int, *, repairable: bool) -> None:
+        """The lexer gave up; the bad text runs to `end`. Repair it if the block was closed."""
+        assert self._failure is not None
+        error, start = self._failure
+        raw = self._raw.slice(start, end).strip()
+        open_call = self._call
+        repaired = repair(raw) if repairable and raw else None
+        objects = repaired if isinstance(repaired, list) else [repaired]
+        if objects and all(isinstance(item, dict) for item in objects):
+            self._replay(objects, open_call.pending if open_call is not None else None, raw)
+        elif open_call is not None:
+            self._call = None
+            open_call.pending.fail(error, raw)
+        elif raw:
+            PendingCall(self._emitter, self._toolbox).fail(error, raw)
+
+    def _replay(self, objects: list[Any], adopt: PendingCall | None, raw: str) -> None:
+        """Route the repaired value as if the model had written it; the open call keeps its
+        index and what it already streamed."""
+        self._reset_routing()
+        self._adopt = adopt
+        if adopt is not None:
+            adopt.replay()
+        self._replay_raw = raw
+        self._lexer = JsonLexer(self)
+        self._lexer.feed(canonical(objects if len(objects) > 1 else objects[0]))
+        self._flush_args()
+
+    def _abandon_open_call(self, error: str) -> None:
+        call = self._call
+        if call is not None:
+            self._call = None
+            call.pending.fail(error, self._raw.slice(call.raw_start).strip())
+
+    def _flush_args(self) -> None:
+        call = self._call
+        if call is not None and call.args is not None:
+            call.pending.write_args(call.args.take())
+
+    # -- token routing (TokenSink) ---------------------------------------------------------
+
+    def begin_container(self, kind: str) -> None:
+        self._depth += 1
+        if self._route is not None:
+            self._route.begin_container(kind)
+            return
+        if not self._frames or not self._frames[-1]:
+            # At the top, or an item of a list of calls.
+            if kind == "{":
+                self._open_call()
+            elif self._frames:
+                self._start_route(_Discard(), None, self._depth - 1)
+                self._bad_item("a list of calls may only hold call objects")
+            else:
+                self._frames.append(False)
+            return
+        call = self._call
+        assert call is not None
+        field, self._field = self._field, None
+        if field is _Field.ARGUMENTS and call.args is not None:
+            call.pending.fail_later("the call gives its arguments twice")
+            self._start_route(_Discard(), None, self._depth - 1)
+        elif field is _Field.ARGUMENTS and kind == "{":
+            call.args = CanonicalWriter()
+            self._start_route(call.args, field, self._depth - 1)
+            call.args.begin_container(kind)
+        elif field is _Field.FUNCTION and kind == "{":
+            self._frames.append(True)
+        elif field is _Field.EXTRA:
+            assert call.extras is not None
+            self._start_route(call.extras, field, self._depth - 1)
+            call.extras.begin_container(kind)
+        else:
+            if field is _Field.ARGUMENTS:
+                call.pending.fail_later("the arguments must be a JSON object, not an array")
+            elif field is _Field.NAME:
+                call.pending.fail_later("the call's name must be a string")
+            self._start_route(_Discard(), None, self._depth - 1)
+
+    def end_container(self) -> None:
+        self._depth -= 1
+        if self._route is not None:
+            self._route.end_container()
+            if self._depth == self._route_base:
+                self._end_route()
+            return
+        is_call = self._frames.pop()
+        if is_call and not (self._frames and self._frames[-1]):
+            self._close_call()
+
+    def key(self, name: str) -> None:
+        if self._route is not None:
+            self._route.key(name)
+            return
+        call = self._call
+        if call is None:
+            return
+        field = _field(name)
+        if self._strict and name not in _SHAPE_KEYS:
+            self.rejected = True
+        if field is _Field.EXTRA:
+            if call.extras is None:
+                call.extras = CanonicalWriter()
+                call.extras.begin_container("{")
+            call.extras.key(name)
+        self._field = field
+
+    def begin_string(self) -> None:
+        if self._route is not None:
+            self._route.begin_string()
+            return
+        call = self._call
+        field, self._field = self._field, None
+        if call is None:
+            self._start_route(_Discard(), None, self._depth)
+            self._bad_item("a list of calls may only hold call objects")
+            return
+        if field in (_Field.NAME, _Field.FUNCTION):
+            self._start_route(_CollectString(), _Field.NAME, self._depth)
+        elif field is _Field.ARGUMENTS and call.args is None:
+            call.args = CanonicalWriter()
+            call.string_args = _StringArguments(call.args)
+            self._start_route(call.string_args, field, self._depth)
+        elif field is _Field.EXTRA:
+            assert call.extras is not None
+            self._start_route(call.extras, field, self._depth)
+            call.extras.begin_string()
+        else:
+            self._start_route(_Discard(), None, self._depth)
+
+    def string_chunk(self, text: str) -> None:
+        if self._route is not None:
+            self._route.string_chunk(text)
+
+    def end_string(self) -> None:
+        route = self._route
+        assert route is not None
+        route.end_string()
+        if self._depth == self._route_base:
+            self._end_route()
+
+    def scalar(self, value: Any) -> None:
+        if self._route is not None:
+            self._route.scalar(value)
+            if self._depth == self._route_base:
+                self._end_route()
+            return
+        call = self._call
+        field, self._field = self._field, None
+        if call is None:
+            self._bad_item("a list of calls may only hold call objects")
+            return
+        if field is _Field.NAME or field is _Field.FUNCTION:
+            call.pending.fail_later("the call's name must be a string")
+        elif field is _Field.ARGUMENTS and value is not None:
+            call.pending.fail_later("the arguments must be a JSON object")
+        elif field is _Field.EXTRA:
+            assert call.extras is not None
+            call.extras.scalar(value)
+
+    def _start_route(self, sink: Any, field: _Field | None, base: int) -> None:
+        self._route = sink
+        self._route_field = field
+        self._route_base = base
+
+    def _end_route(self) -> None:
+        route, field = self._route, self._route_field
+        self._route = None
+        call = self._call
+        if call is None or field is None:
+            return
+        if field is _Field.NAME:
+            call.pending.set_name("".join(route.parts))
+            if self._strict and (
+                call.pending.name is None or not self._toolbox.is_bound(call.pending.name)
+            ):
+                self.rejected = True
+        elif field is _Field.ARGUMENTS and isinstance(route, _StringArguments):
+            self._settle_string_arguments(call, route)
+
+    def _settle_string_arguments(self, call: _Call, route: _StringArguments) -> None:
+        repaired = route.settle()
+        call.pending.write_args(route.writer.take())
+        if repaired is None:
+            return
+        if isinstance(repaired, dict):
+            call.pending.replay()
+            call.pending.write_args(canonical(repaired))
+        else:
+            call.pending.fail_later("the arguments string does not hold a JSON object")
+        call.string_args = None
+        call.args = None
+
+    def _open_call(self) -> None:
+        self._frames.append(True)
+        pending = self._adopt or PendingCall(self._emitter, self._toolbox)
+        self._adopt = None
+        assert self._lexer is not None
+        self._call = _Call(pending, self._abs(self._lexer.at))
+
+    def _close_call(self) -> None:
+        call = self._call
+        assert call is not None
+        self._call = None
+        if call.args is not None:
+            call.pending.write_args(call.args.take())
+        default: Any = None
+        if call.extras is not None:
+            call.extras.end_container()
+            default = call.extras.value()
+        assert self._lexer is not None
+        end = self._abs(self._lexer.at + 1)
+        replay_raw = self._replay_raw
+
+        def raw() -> str:
+            if replay_raw is not None:
+                return replay_raw
+            return self._raw.slice(call.raw_start, end).strip()
+
+        call.pending.succeed(raw, default)
+
+    def _bad_item(self, error: str) -> None:
+        if self._strict:
+            self.rejected = True
+            return
+        PendingCall(self._emitter, self._toolbox).fail(error, "")

@@ -1,0 +1,363 @@
+"""An incremental, lenient JSON tokenizer.
+
+It is fed text in arbitrary pieces and reports tokens to a sink as soon as they are certain;
+a string's characters are reported as they arrive, so long values stream. It keeps only what a
+token still needs (a partial escape, number or literal), so nothing is ever scanned twice.
+
+Besides strict JSON it reads what models commonly write instead: single-quoted strings, Python
+`True`/`False`/`None`, trailing commas, tuples `( )`, unquoted keys, raw newlines in strings and
+a missing comma between members. Anything else stops it with `error` set; the caller decides
+what to do (the call readers fall back to json-repair on the whole raw text).
+
+Outside strings a `<` stops it without an error, so the caller can look for a closing tag.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Protocol
+
+import json_repair
+
+_STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+_WORD = re.compile(r"[A-Za-z0-9_+\-.$]*")
+_INT = re.compile(r"-?\d+")
+_FLOAT = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_LITERALS: dict[str, Any] = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "True": True,
+    "False": False,
+    "None": None,
+}
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "'": "'",
+}
+_CLOSER = {"{": "}", "[": "]", "(": ")"}
+
+# What the lexer expects next outside a string.
+_VALUE = 0  # a value (or, inside an array, its end)
+_KEY = 1  # a key (or the end of the object)
+_COLON = 2
+_AFTER = 3  # a comma or the end of the enclosing container
+
+
+class TokenSink(Protocol):
+    def begin_container(self, kind: str) -> None:
+        """`kind` is "{" for an object, "[" for an array (tuples are reported as arrays)."""
+
+    def end_container(self) -> None: ...
+
+    def key(self, name: str) -> None: ...
+
+    def begin_string(self) -> None: ...
+
+    def string_chunk(self, text: str) -> None: ...
+
+    def end_string(self) -> None: ...
+
+    def scalar(self, value: Any) -> None:
+        """A complete number, boolean or null."""
+
+
+class NullSink:
+    def begin_container(self, kind: str) -> None:
+        pass
+
+    def end_container(self) -> None:
+        pass
+
+    def key(self, name: str) -> None:
+        pass
+
+    def begin_string(self) -> None:
+        pass
+
+    def string_chunk(self, text: str) -> None:
+        pass
+
+    def end_string(self) -> None:
+        pass
+
+    def scalar(self, value: Any) -> None:
+        pass
+
+
+class JsonLexer:
+    __slots__ = (
+        "_escape",
+        "_expect",
+        "_high_surrogate",
+        "_in_key",
+        "_key",
+        "_quote",
+        "_sink",
+        "_stack",
+        "_word",
+        "at",
+        "done",
+        "error",
+    )
+
+    def __init__(self, sink: TokenSink) -> None:
+        self._sink = sink
+        self._stack: list[str] = []
+        self._expect = _VALUE
+        self._quote: str | None = None
+        self._in_key = False
+        self._key: list[str] = []
+        self._escape = ""  # a backslash sequence cut by a chunk boundary
+        self._high_surrogate = ""
+        self._word = ""  # a number, literal or bare key cut by a chunk boundary
+        self.at = 0  # position in the current text of the last container bracket
+        self.done = False  # the top-level value is complete
+        self.error: str | None = None
+
+    @property
+    def depth(self) -> int:
+        return len(self._stack)
+
+    def detach(self) -> None:
+        """Keep reading to find where the value ends, but report tokens to nobody."""
+        self._sink = NullSink()
+
+    @property
+    def in_string(self) -> bool:
+        return self._quote is not None
+
+    def feed(self, text: str, pos: int = 0) -> int:
+        """Consume `text` from `pos`; return where it stopped.
+
+        It stops at the end of the text, right after the top-level value closes (`done`), at a
+        `<` outside a string, or at a character it cannot read (`error`).
+        """
+        end = len(text)
+        while pos < end and not self.done and self.error is None:
+            if self._quote is not None:
+                pos = self._string(text, pos, end)
+                continue
+            if self._word:
+                pos = self._continue_word(text, pos)
+                continue
+            ch = text[pos]
+            if ch in " \t\r\n":
+                match = _WHITESPACE.match(text, pos)
+                assert match is not None
+                pos = match.end()
+            elif ch == "<":
+                return pos
+            else:
+                pos = self._structural(text, pos, ch)
+        return pos
+
+    def finish_word(self) -> None:
+        """The input ended: settle a number or literal still waiting for its delimiter."""
+        if self._word and self.error is None:
+            word, self._word = self._word, ""
+            self._settle_word(word)
+
+    def close_open_containers(self) -> bool:
+        """Close every open container if what was written so far allows it (a missing final
+        brace). Returns whether the top-level value is now complete."""
+        self.finish_word()
+        if self.error is not None or self._quote is not None:
+            return False
+        while self._stack:
+            top = self._stack[-1]
+            if self._expect == _COLON or (self._expect == _VALUE and top == "{"):
+                return False  # a key without its value
+            self._close(top)
+        return self.done
+
+    # -- outside strings -------------------------------------------------------------------
+
+    def _structural(self, text: str, pos: int, ch: str) -> int:
+        self.at = pos
+        expect = self._expect
+        if ch in "{[(":
+            if expect != _VALUE:
+                if expect == _AFTER and self._stack and self._stack[-1] != "{":
+                    pass  # a missing comma between array items
+                else:
+                    return self._fail(pos, f"unexpected {ch!r}")
+            self._stack.append(ch)
+            self._sink.begin_container("{" if ch == "{" else "[")
+            self._expect = _KEY if ch == "{" else _VALUE
+            return pos + 1
+        if ch in "}])":
+            if not self._stack or _CLOSER[self._stack[-1]] != ch:
+                return self._fail(pos, f"unexpected {ch!r}")
+            if expect == _COLON or (expect == _VALUE and self._stack[-1] == "{"):
+                return self._fail(pos, "a key has no value")
+            self._close(self._stack[-1])
+            return pos + 1
+        if ch == ",":
+            if expect != _AFTER:
+                return self._fail(pos, "unexpected ','")
+            self._expect = _KEY if self._stack[-1] == "{" else _VALUE
+            return pos + 1
+        if ch == ":":
+            if expect != _COLON:
+                return self._fail(pos, "unexpected ':'")
+            self._expect = _VALUE
+            return pos + 1
+        if ch in "\"'":
+            if expect == _AFTER and self._stack:
+                # A missing comma: models sometimes forget it between members.
+                self._expect = _KEY if self._stack[-1] == "{" else _VALUE
+                expect = self._expect
+            if expect == _KEY:
+                self._in_key = True
+                self._key = []
+            elif expect == _VALUE:
+                self._in_key = False
+                self._sink.begin_string()
+            else:
+                return self._fail(pos, "unexpected string")
+            self._quote = ch
+            return pos + 1
+        if expect in (_VALUE, _KEY) and (ch.isalnum() or ch in "_-+.$"):
+            return self._continue_word(text, pos)
+        return self._fail(pos, f"unexpected {ch!r}")
+
+    def _continue_word(self, text: str, pos: int) -> int:
+        match = _WORD.match(text, pos)
+        assert match is not None
+        self._word += match.group()
+        pos = match.end()
+        if pos < len(text):
+            word, self._word = self._word, ""
+            self._settle_word(word)
+        return pos
+
+    def _settle_word(self, word: str) -> None:
+        if self._expect == _KEY:
+            self._sink.key(word)
+            self._expect = _COLON
+            return
+        if word in _LITERALS:
+            value: Any = _LITERALS[word]
+        elif _INT.fullmatch(word):
+            value = int(word)
+        elif _FLOAT.fullmatch(word):
+            value = float(word)
+        else:
+            self.error = f"cannot read {word!r} as a JSON value"
+            return
+        self._sink.scalar(value)
+        self._after_value()
+
+    def _close(self, top: str) -> None:
+        self._stack.pop()
+        self._sink.end_container()
+        self._after_value()
+
+    def _after_value(self) -> None:
+        self._expect = _AFTER
+        if not self._stack:
+            self.done = True
+
+    def _fail(self, pos: int, message: str) -> int:
+        self.error = message
+        return pos
+
+    # -- inside strings --------------------------------------------------------------------
+
+    def _string(self, text: str, pos: int, end: int) -> int:
+        if self._escape:
+            return self._continue_escape(text, pos)
+        quote = self._quote
+        assert quote is not None
+        match = _STRING_STOP[quote].search(text, pos)
+        stop = match.start() if match else end
+        if stop > pos:
+            self._emit_chars(text[pos:stop])
+        if match is None:
+            return end
+        if text[stop] == quote:
+            self._quote = None
+            self._flush_surrogate()
+            if self._in_key:
+                self._sink.key("".join(self._key))
+                self._expect = _COLON
+            else:
+                self._sink.end_string()
+                self._after_value()
+            return stop + 1
+        self._escape = "\\"
+        return self._continue_escape(text, stop + 1)
+
+    def _continue_escape(self, text: str, pos: int) -> int:
+        needed = 6 if self._escape[1:2] == "u" else 2
+        take = min(needed - len(self._escape), len(text) - pos)
+        self._escape += text[pos : pos + take]
+        pos += take
+        if len(self._escape) >= 2 and self._escape[1] != "u":
+            self._emit_escape(self._escape[1])
+            self._escape = ""
+        elif len(self._escape) == 6:
+            self._emit_unicode(self._escape[2:])
+            self._escape = ""
+        return pos
+
+    def _emit_escape(self, letter: str) -> None:
+        self._flush_surrogate()
+        simple = _SIMPLE_ESCAPES.get(letter)
+        # An unknown escape keeps its backslash, as Python would.
+        self._emit_chars(simple if simple is not None else "\\" + letter)
+
+    def _emit_unicode(self, digits: str) -> None:
+        try:
+            code = int(digits, 16)
+        except ValueError:
+            self._flush_surrogate()
+            self._emit_chars("\\u" + digits)
+            return
+        if 0xD800 <= code <= 0xDBFF:
+            self._flush_surrogate()
+            self._high_surrogate = chr(code)
+        elif 0xDC00 <= code <= 0xDFFF and self._high_surrogate:
+            high = ord(self._high_surrogate) - 0xD800
+            self._high_surrogate = ""
+            self._emit_chars(chr(0x10000 + (high << 10) + (code - 0xDC00)))
+        else:
+            self._flush_surrogate()
+            self._emit_chars("\ufffd" if 0xDC00 <= code <= 0xDFFF else chr(code))
+
+    def _flush_surrogate(self) -> None:
+        if self._high_surrogate:
+            self._high_surrogate = ""
+            self._emit_chars("\ufffd")
+
+    def _emit_chars(self, chars: str) -> None:
+        if self._high_surrogate:
+            self._flush_surrogate()
+        if self._in_key:
+            self._key.append(chars)
+        else:
+            self._sink.string_chunk(chars)
+
+
+def canonical(value: Any) -> str:
+    """The JSON text this package writes for a value (arguments, schema values, results)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def repair(text: str) -> Any:
+    """json-repair's reading of `text`, or None when it finds nothing there."""
+    try:
+        value = json_repair.loads(text)
+    except Exception:  # json-repair raises assorted errors on hopeless input
+        return None
+    return None if value == "" else value

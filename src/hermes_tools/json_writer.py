@@ -1,0 +1,98 @@
+"""Writes the tokens of one JSON value back out as canonical JSON text, piece by piece.
+
+Argument deltas are this writer's output, never the model's raw text: whatever leniency the
+lexer applied (quotes, Python literals, trailing commas), the deltas join into one JSON text
+that decodes to exactly the call's final arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes_tools.json_lexer import canonical
+
+
+def _string_body(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+class CanonicalWriter:
+    """A `TokenSink` writing one value; `complete` once that value has closed."""
+
+    __slots__ = ("_after_key", "_closers", "_first", "_fresh", "_parts", "complete")
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []  # everything written so far
+        self._fresh = 0  # index in _parts of the first piece not yet taken
+        self._closers: list[str] = []
+        self._first: list[bool] = []
+        self._after_key = False
+        self.complete = False
+
+    @property
+    def depth(self) -> int:
+        return len(self._closers)
+
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def take(self) -> str:
+        """What was written since the last `take`."""
+        if self._fresh == len(self._parts):
+            return ""
+        piece = "".join(self._parts[self._fresh :])
+        self._fresh = len(self._parts)
+        return piece
+
+    def value(self) -> Any:
+        return json.loads(self.text())
+
+    def write_value(self, value: Any) -> None:
+        """Write a whole value at once (used when a value had to be decoded in one piece)."""
+        self._parts.append(self._separator() + canonical(value))
+        self._value_done()
+
+    def _separator(self) -> str:
+        if self._after_key:
+            self._after_key = False
+            return ""
+        if not self._first:
+            return ""
+        if self._first[-1]:
+            self._first[-1] = False
+            return ""
+        return ", "
+
+    def _value_done(self) -> None:
+        if not self._closers:
+            self.complete = True
+
+    # TokenSink
+
+    def begin_container(self, kind: str) -> None:
+        self._parts.append(self._separator() + kind)
+        self._closers.append("}" if kind == "{" else "]")
+        self._first.append(True)
+
+    def end_container(self) -> None:
+        self._first.pop()
+        self._parts.append(self._closers.pop())
+        self._value_done()
+
+    def key(self, name: str) -> None:
+        self._parts.append(self._separator() + canonical(name) + ": ")
+        self._after_key = True
+
+    def begin_string(self) -> None:
+        self._parts.append(self._separator() + '"')
+
+    def string_chunk(self, text: str) -> None:
+        self._parts.append(_string_body(text))
+
+    def end_string(self) -> None:
+        self._parts.append('"')
+        self._value_done()
+
+    def scalar(self, value: Any) -> None:
+        self.write_value(value)

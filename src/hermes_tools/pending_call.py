@@ -1,0 +1,162 @@
+"""One tool call while it is being read, shared by the JSON and XML call readers.
+
+It owns the event contract for a call: exactly one `ToolCallStart` (as soon as a valid name is
+known), argument deltas after it (buffered until then), exactly one `ToolCallEnd`. A valid call's
+arguments are the JSON decoding of exactly the deltas it emitted, so invariant 2 holds by
+construction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from hermes_tools.events import InvalidToolCall, ToolCall
+from hermes_tools.json_lexer import canonical
+from hermes_tools.tools import Toolbox, is_tool_name
+
+
+class CallEmitter(Protocol):
+    """What the stream parser offers the call readers."""
+
+    def start_call(self, name: str | None) -> tuple[int, str]:
+        """Emit a `ToolCallStart`; return the call's index and id."""
+
+    def call_args(self, index: int, text: str) -> None: ...
+
+    def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None: ...
+
+
+def name_problem(name: str) -> str | None:
+    if not name:
+        return "the call has an empty name"
+    if not is_tool_name(name):
+        return f"{name[:80]!r} is not a valid tool name (1-64 letters, digits, '_', '-' or '.')"
+    return None
+
+
+class PendingCall:
+    __slots__ = (
+        "_buffer",
+        "_emitted",
+        "_emitter",
+        "_replay",
+        "_toolbox",
+        "error",
+        "id",
+        "index",
+        "name",
+    )
+
+    def __init__(self, emitter: CallEmitter, toolbox: Toolbox) -> None:
+        self._emitter = emitter
+        self._toolbox = toolbox
+        self.index: int | None = None
+        self.id = ""
+        self.name: str | None = None
+        self.error: str | None = None
+        self._buffer: list[str] = []  # argument text written before the start
+        self._emitted: list[str] = []  # argument text already sent as deltas
+        self._replay: str | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.index is not None
+
+    def set_name(self, raw_name: str) -> None:
+        name = raw_name.strip()
+        if self.name is not None:
+            if self._toolbox.canonical_name(name) != self.name:
+                self.fail_later(f"the call names two tools, {self.name!r} and {name!r}")
+            return
+        problem = name_problem(name)
+        if problem is not None:
+            self.fail_later(problem)
+            return
+        self.name = self._toolbox.canonical_name(name)
+        if self.error is None:
+            self._start()
+
+    def fail_later(self, error: str) -> None:
+        """Remember the first problem; the call ends invalid when it is settled."""
+        if self.error is None:
+            self.error = error
+
+    def write_args(self, text: str) -> None:
+        if not text:
+            return
+        if self._replay is not None:
+            text = self._skip_replayed(text)
+            if not text:
+                return
+        if self.index is None:
+            self._buffer.append(text)
+        else:
+            self._emitted.append(text)
+            self._emitter.call_args(self.index, text)
+
+    def args_written(self) -> bool:
+        return bool(self._buffer or self._emitted)
+
+    def replay(self) -> None:
+        """The arguments are about to be written again from the start (after a repair); only
+        text beyond what was already emitted goes out, and it must agree with it."""
+        self._replay = "".join(self._emitted + self._buffer)
+        self._buffer.clear()
+
+    def _skip_replayed(self, text: str) -> str:
+        assert self._replay is not None
+        done = self._replay
+        if done.startswith(text):
+            self._replay = done[len(text) :]
+            return ""
+        if text.startswith(done):
+            self._replay = None
+            return text[len(done) :]
+        self._replay = None
+        self.fail_later("the repaired arguments disagree with what was already streamed")
+        return ""
+
+    def _start(self) -> None:
+        self.index, self.id = self._emitter.start_call(self.name)
+        buffered, self._buffer = self._buffer, []
+        for text in buffered:
+            self._emitted.append(text)
+            self._emitter.call_args(self.index, text)
+
+    def succeed(self, raw: Callable[[], str], default_args: Any = None) -> None:
+        """Settle as valid if nothing went wrong; `default_args` is written when no arguments
+        were written at all (absent arguments are `{}`). `raw` gives the model's text of the
+        call, needed only when it turns out invalid."""
+        if self.error is None and self.name is None:
+            self.error = "the call has no name"
+        if self.error is None and not self.args_written():
+            self.write_args(canonical({} if default_args is None else default_args))
+        if self.error is None and self._replay:
+            self.error = "the repaired arguments are shorter than what was already streamed"
+        if self.error is not None:
+            self.fail(self.error, raw())
+            return
+        arguments = json.loads("".join(self._emitted))
+        if not isinstance(arguments, dict):
+            self.fail(f"the arguments must be a JSON object, not {_kind(arguments)}", raw())
+            return
+        assert self.index is not None
+        assert self.name is not None
+        self._emitter.end_call(self.index, ToolCall(self.id, self.name, arguments))
+
+    def fail(self, error: str, raw: str) -> None:
+        if self.index is None:
+            self.index, self.id = self._emitter.start_call(self.name)
+        self._emitter.end_call(self.index, InvalidToolCall(self.id, self.name, raw, error))
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    return type(value).__name__

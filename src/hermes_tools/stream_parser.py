@@ -1,0 +1,706 @@
+"""The incremental parser: model text in, events out. `parse()` is feed-everything-then-close.
+
+Theory of operation
+-------------------
+The parser is fed text in any split. It keeps only `_held`, the tail it could not decide on yet
+(a possible tag start, a backtick run, a tag head without its `>`), and prepends it to the next
+feed; everything before it is consumed exactly once. Each state has a handler that consumes from
+a position and returns the new one; returning the same position without a state change means
+"need more text".
+
+States:
+- CONTENT    visible text. Looks for `<` (tags), backticks (code) and, at the start of a line,
+             `{` (a bare JSON call). `<think>` opens REASONING only where no text has been
+             written since the start or the last call; a call tag opens BODY_START;
+             `<function=...>` opens a BLOCK on its own; end-of-turn tokens and stray closing
+             tags are dropped.
+- REASONING  inside `<think>`; `</think>` returns to CONTENT. A call tag here starts a
+             tentative block (see below): a draft unless the think block is never closed.
+- INLINE     inside `code`: tags are text. Ends at the matching backticks or a line break.
+- FENCE      inside a ``` fence: tags are text. Ends at a line starting with the fence.
+- BODY_START after a call tag: the first non-blank text picks the JSON or the XML reader.
+- BLOCK      a call reader (json_calls / xml_calls) consumes until its block ends.
+- FENCE_HEAD a fence at the start of a line that may wrap a bare JSON call (tentative).
+- BARE_JSON  a `{` at the start of a line, read by a strict JSON reader (tentative).
+- JSON_TEXT  a bare JSON object that turned out not to be a call: text until it closes, so
+             tags inside its strings stay text.
+- TAIL       after a tentative block or object: whitespace is held; what comes next decides.
+
+Tentative text (a call in an unclosed think block, a bare JSON call) is held back with its
+events: the end of the output confirms it (the events are released), anything else rejects it
+(its raw text is emitted as content or reasoning, and the call indexes it took are given back).
+
+Whitespace is layout, not content: each channel (content, reasoning) holds a trailing run of
+whitespace until more text follows, and drops it at a tag or at the end; the leading whitespace
+of a channel is dropped. Every other character ends up in exactly one place.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from hermes_tools.errors import HermesToolsError
+from hermes_tools.events import (
+    Event,
+    InvalidToolCall,
+    ParseResult,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from hermes_tools.json_calls import TRUNCATED, JsonCallReader
+from hermes_tools.json_lexer import JsonLexer
+from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher
+from hermes_tools.tools import Toolbox
+from hermes_tools.xml_calls import XmlCallReader
+
+(
+    CONTENT,
+    REASONING,
+    INLINE,
+    FENCE,
+    BODY_START,
+    BLOCK,
+    FENCE_HEAD,
+    BARE_JSON,
+    JSON_TEXT,
+    TAIL,
+) = range(10)
+
+_CONTENT_STOPS = re.compile(r"[<`{]")
+_WHITESPACE = re.compile(r"\s*")
+_LINE_INDENT = re.compile(r"[ \t]*")
+
+
+class ParserClosedError(HermesToolsError, RuntimeError):
+    """`feed` or `close` was called on a parser that was already closed."""
+
+
+def new_call_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+class _Channel:
+    """Content or reasoning: holds trailing whitespace, drops leading whitespace."""
+
+    __slots__ = ("event", "parts", "pending", "started")
+
+    def __init__(self, event: type[TextDelta] | type[ReasoningDelta]) -> None:
+        self.event = event
+        self.parts: list[str] = []
+        self.pending = ""
+        self.started = False
+
+    def write(self, text: str, out: list[Event]) -> None:
+        body = text.rstrip()
+        if not body:
+            self.pending += text
+            return
+        if self.started:
+            body = self.pending + body
+        else:
+            body = body.lstrip()
+            self.started = True
+        self.pending = text[len(text.rstrip()) :]
+        self.parts.append(body)
+        out.append(self.event(body))
+
+    def take_pending(self) -> str:
+        pending, self.pending = self.pending, ""
+        return pending
+
+
+@dataclass(slots=True)
+class _Tentative:
+    channel: _Channel
+    pending: str  # the channel's whitespace before it
+    first_index: int
+    resume: int  # the state to go back to if it is rejected
+    raw: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    awaiting_fence_close: bool = False
+    new_line: bool = False  # TAIL has consumed a line break since the last object
+
+
+@dataclass(frozen=True, slots=True)
+class _BlockTags:
+    open: str
+    close: str
+    json: TagMatcher
+
+
+class StreamParser:
+    """Reads model output incrementally. `feed(text)` returns the events that text settled;
+    `close()` settles the rest; `result()` gives the `ParseResult`."""
+
+    def __init__(
+        self,
+        tools: Iterable[object] | None = None,
+        *,
+        call_tag: str = "tool_call",
+        think_open: bool = False,
+        raw_json: bool = True,
+        parse_calls: bool = True,
+        call_id: Callable[[], str] = new_call_id,
+    ) -> None:
+        self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self._call_id = call_id
+        self._parse_calls = parse_calls
+        self._tagless = parse_calls and raw_json and bool(self._toolbox)
+        self._blocks = {
+            "<" + tag + ">": _block_tags(tag) for tag in dict.fromkeys((call_tag, "tools"))
+        }
+        self._call_tag = _block_tags(call_tag)
+        self._content_tags = TagMatcher(_content_tag_kinds(self._blocks, parse_calls))
+        self._reasoning_tags = TagMatcher(
+            {"</think>": "think_close"}
+            | dict.fromkeys(END_TOKENS, "drop")
+            | ({self._call_tag.open: "call_open"} if parse_calls else {})
+        )
+        self._end_tokens = TagMatcher(dict.fromkeys(END_TOKENS, "drop"))
+        self._content = _Channel(TextDelta)
+        self._reasoning = _Channel(ReasoningDelta)
+        self._state = REASONING if think_open else CONTENT
+        self._held = ""
+        self._closed = False
+        self._out: list[Event] = []
+        self._next_index = 0
+        self._tool_calls: list[ToolCall] = []
+        self._invalid_calls: list[InvalidToolCall] = []
+        self._tentative: _Tentative | None = None
+        self._reader: JsonCallReader | XmlCallReader | None = None
+        self._block: _BlockTags = self._call_tag
+        self._lexer: JsonLexer | None = None  # JSON_TEXT
+        self._line_start = True
+        self._segment_has_text = False  # visible text since the start or the last call
+        self._tick_len = 0  # INLINE: length of the opening backtick run
+        self._fence_len = 0  # FENCE: length of the opening fence
+        self._fence_line_start = False
+        self._handlers: tuple[Callable[[str, int], int], ...] = (
+            self._in_content,
+            self._in_reasoning,
+            self._in_inline,
+            self._in_fence,
+            self._in_body_start,
+            self._in_block,
+            self._in_fence_head,
+            self._in_bare_json,
+            self._in_json_text,
+            self._in_tail,
+        )
+
+    # -- public API -----------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[Event]:
+        if self._closed:
+            raise ParserClosedError(
+                "This StreamParser is closed; create a new one for the next message."
+            )
+        if not isinstance(text, str):
+            raise TypeError(f"feed() takes str, not {type(text).__name__}")
+        buf = self._held + text if self._held else text
+        self._held = ""
+        pos = 0
+        while pos < len(buf):
+            state = self._state
+            tentative = self._tentative
+            new_pos = self._handlers[state](buf, pos)
+            if tentative is not None and self._tentative is tentative and new_pos > pos:
+                tentative.raw.append(buf[pos:new_pos])
+            if new_pos == pos and state == self._state:
+                break
+            pos = new_pos
+        self._held = buf[pos:]
+        return self._take_events()
+
+    def close(self) -> list[Event]:
+        if self._closed:
+            raise ParserClosedError("close() was already called on this StreamParser.")
+        self._closed = True
+        held, self._held = self._held, ""
+        self._finish(held)
+        return self._take_events()
+
+    def result(self) -> ParseResult:
+        reasoning = "".join(self._reasoning.parts)
+        return ParseResult(
+            content="".join(self._content.parts),
+            reasoning=reasoning or None,
+            tool_calls=list(self._tool_calls),
+            invalid_tool_calls=list(self._invalid_calls),
+        )
+
+    # -- CallEmitter (for the call readers) -------------------------------------------------
+
+    def start_call(self, name: str | None) -> tuple[int, str]:
+        index = self._next_index
+        self._next_index += 1
+        call_id = self._call_id()
+        self._emit(ToolCallStart(index, call_id, name))
+        return index, call_id
+
+    def call_args(self, index: int, text: str) -> None:
+        self._emit(ToolCallArgsDelta(index, text))
+
+    def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None:
+        self._emit(ToolCallEnd(index, call))
+
+    # -- output -----------------------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        if self._tentative is not None:
+            self._tentative.events.append(event)
+            return
+        self._release(event)
+
+    def _release(self, event: Event) -> None:
+        out = self._out
+        if out and type(out[-1]) is type(event):
+            # Merge fragments settled by the same feed: fewer, larger events downstream.
+            last = out[-1]
+            if isinstance(last, (TextDelta, ReasoningDelta)):
+                out[-1] = type(last)(last.text + event.text)  # type: ignore[union-attr]
+                return
+            if isinstance(last, ToolCallArgsDelta) and last.index == event.index:  # type: ignore[union-attr]
+                out[-1] = ToolCallArgsDelta(last.index, last.text + event.text)  # type: ignore[union-attr]
+                return
+        out.append(event)
+        if isinstance(event, ToolCallEnd):
+            if isinstance(event.call, ToolCall):
+                self._tool_calls.append(event.call)
+            else:
+                self._invalid_calls.append(event.call)
+
+    def _take_events(self) -> list[Event]:
+        events, self._out = self._out, []
+        return events
+
+    def _text(self, text: str) -> None:
+        """Visible content; keeps track of line starts for fences and bare JSON."""
+        if not text:
+            return
+        self._content.write(text, self._out)
+        newline = text.rfind("\n")
+        tail = text[newline + 1 :] if newline >= 0 else text
+        self._line_start = (newline >= 0 or self._line_start) and not tail.strip(" \t")
+        if not self._segment_has_text and text.strip():
+            self._segment_has_text = True
+
+    def _think(self, text: str) -> None:
+        if text:
+            self._reasoning.write(text, self._out)
+
+    def _boundary(self) -> None:
+        """A structural tag: the whitespace before it was layout."""
+        self._content.pending = ""
+        self._reasoning.pending = ""
+        self._line_start = True
+
+    # -- CONTENT ----------------------------------------------------------------------------
+
+    def _in_content(self, buf: str, pos: int) -> int:
+        match = _CONTENT_STOPS.search(buf, pos)
+        if match is None:
+            self._text(buf[pos:])
+            return len(buf)
+        at = match.start()
+        self._text(buf[pos:at])
+        ch = buf[at]
+        if ch == "{":
+            if self._line_start and self._tagless:
+                self._begin_tentative(self._content, resume=CONTENT)
+                self._state = BARE_JSON
+                self._reader = self._bare_json_reader()
+                return at
+            self._text("{")
+            return at + 1
+        if ch == "`":
+            return self._backticks(buf, at)
+        found = self._content_tags.match(buf, at)
+        if isinstance(found, NeedMore):
+            return at
+        if found is None:
+            self._text("<")
+            return at + 1
+        kind, end = found
+        if kind == "call_open":
+            self._boundary()
+            self._block = self._blocks[buf[at:end]]
+            self._state = BODY_START
+            return end
+        if kind == "function":
+            self._boundary()
+            self._reader = self._xml_reader(wrapped=False)
+            self._state = BLOCK
+            return at
+        if kind == "think_open" and not self._segment_has_text:
+            self._boundary()
+            if self._reasoning.started:
+                self._reasoning.pending = "\n\n"  # keep separate think blocks apart
+            self._state = REASONING
+            return end
+        if kind in ("drop", "think_close"):
+            self._boundary()
+            return end
+        self._text(buf[at:end])
+        return end
+
+    def _backticks(self, buf: str, at: int) -> int:
+        end = at
+        while end < len(buf) and buf[end] == "`":
+            end += 1
+        if end == len(buf):
+            return at  # the run may go on
+        run = end - at
+        if run >= 3 and self._line_start:
+            if self._tagless:
+                self._begin_tentative(self._content, resume=FENCE)
+                self._fence_len = run
+                self._state = FENCE_HEAD
+                return at
+            self._text(buf[at:end])
+            self._open_fence(run)
+            return end
+        self._text(buf[at:end])
+        self._tick_len = run
+        self._state = INLINE
+        return end
+
+    def _open_fence(self, run: int) -> None:
+        self._fence_len = run
+        self._fence_line_start = False
+        self._state = FENCE
+
+    # -- INLINE / FENCE -----------------------------------------------------------------------
+
+    def _in_inline(self, buf: str, pos: int) -> int:
+        at = pos
+        while True:
+            tick = buf.find("`", at)
+            newline = buf.find("\n", at)
+            if newline >= 0 and (tick < 0 or newline < tick):
+                self._text(buf[pos : newline + 1])
+                self._state = CONTENT
+                return newline + 1
+            if tick < 0:
+                self._text(buf[pos:])
+                return len(buf)
+            end = tick
+            while end < len(buf) and buf[end] == "`":
+                end += 1
+            if end == len(buf):
+                self._text(buf[pos:tick])
+                return tick
+            if end - tick == self._tick_len:
+                self._text(buf[pos:end])
+                self._state = CONTENT
+                return end
+            at = end
+
+    def _in_fence(self, buf: str, pos: int) -> int:
+        if self._fence_line_start:
+            indent = _LINE_INDENT.match(buf, pos)
+            assert indent is not None
+            start = indent.end()
+            end = start
+            while end < len(buf) and buf[end] == "`":
+                end += 1
+            if end == len(buf):
+                return pos  # cannot tell yet whether this line closes the fence
+            self._fence_line_start = False
+            if end - start >= self._fence_len:
+                self._text(buf[pos:end])
+                self._state = CONTENT
+                return end
+        newline = buf.find("\n", pos)
+        if newline < 0:
+            self._text(buf[pos:])
+            return len(buf)
+        self._text(buf[pos : newline + 1])
+        self._fence_line_start = True
+        return newline + 1
+
+    # -- REASONING --------------------------------------------------------------------------
+
+    def _in_reasoning(self, buf: str, pos: int) -> int:
+        at = buf.find("<", pos)
+        if at < 0:
+            self._think(buf[pos:])
+            return len(buf)
+        self._think(buf[pos:at])
+        found = self._reasoning_tags.match(buf, at)
+        if isinstance(found, NeedMore):
+            return at
+        if found is None:
+            self._think("<")
+            return at + 1
+        kind, end = found
+        if kind == "think_close":
+            self._boundary()
+            self._segment_has_text = False
+            self._state = CONTENT
+        elif kind == "call_open":
+            self._begin_tentative(self._reasoning, resume=REASONING)
+            assert self._tentative is not None
+            self._tentative.raw.append(buf[at:end])
+            self._block = self._call_tag
+            self._state = BODY_START
+        else:
+            self._boundary()
+        return end
+
+    # -- call blocks --------------------------------------------------------------------------
+
+    def _in_body_start(self, buf: str, pos: int) -> int:
+        start = _skip_whitespace(buf, pos)
+        if start == len(buf):
+            return start
+        if buf.startswith("<function", start):
+            self._reader = self._xml_reader(wrapped=True)
+        elif len(buf) - start < len("<function") and "<function".startswith(buf[start:]):
+            return start
+        elif buf.startswith(self._block.close, start):
+            self._invalid_call("", "the tool call block is empty")
+            return self._end_block(start + len(self._block.close))
+        else:
+            self._reader = JsonCallReader(self, self._toolbox, self._block.json)
+        self._state = BLOCK
+        return start
+
+    def _invalid_call(self, raw: str, error: str) -> None:
+        index, call_id = self.start_call(None)
+        self.end_call(index, InvalidToolCall(call_id, None, raw, error))
+
+    def _in_block(self, buf: str, pos: int) -> int:
+        reader = self._reader
+        assert reader is not None
+        new_pos = reader.feed(buf, pos)
+        if reader.finished:
+            return self._end_block(new_pos)
+        return new_pos
+
+    def _end_block(self, pos: int) -> int:
+        self._reader = None
+        self._boundary()
+        self._segment_has_text = False
+        self._state = TAIL if self._tentative is not None else CONTENT
+        return pos
+
+    def _xml_reader(self, *, wrapped: bool) -> XmlCallReader:
+        return XmlCallReader(
+            self,
+            self._toolbox,
+            call_open=self._block.open,
+            call_close=self._block.close,
+            wrapped=wrapped,
+        )
+
+    def _bare_json_reader(self) -> JsonCallReader:
+        return JsonCallReader(self, self._toolbox, self._call_tag.json, strict=True)
+
+    # -- tentative text -----------------------------------------------------------------------
+
+    def _begin_tentative(self, channel: _Channel, *, resume: int) -> None:
+        if self._tentative is None:
+            self._tentative = _Tentative(
+                channel=channel,
+                pending=channel.take_pending(),
+                first_index=self._next_index,
+                resume=resume,
+            )
+
+    def _reject(self) -> None:
+        """What was held was text after all."""
+        tentative = self._tentative
+        assert tentative is not None
+        self._tentative = None
+        self._next_index = tentative.first_index
+        raw = tentative.pending + "".join(tentative.raw)
+        if tentative.channel is self._content:
+            self._text(raw)
+        else:
+            self._think(raw)
+        self._state = tentative.resume
+
+    def _confirm(self) -> None:
+        tentative = self._tentative
+        assert tentative is not None
+        self._tentative = None
+        for event in tentative.events:
+            self._release(event)
+        self._boundary()
+
+    def _in_fence_head(self, buf: str, pos: int) -> int:
+        """```json  then a `{` on the next line: maybe a bare call in a fence."""
+        newline = buf.find("\n", pos)
+        if newline < 0:
+            return pos
+        start = _skip_whitespace(buf, newline + 1)
+        if start == len(buf):
+            return pos
+        if buf[start] != "{":
+            self._reject()
+            self._open_fence(self._fence_len)
+            return pos
+        self._reader = self._bare_json_reader()
+        self._state = BARE_JSON
+        assert self._tentative is not None
+        self._tentative.awaiting_fence_close = True
+        return start
+
+    def _in_bare_json(self, buf: str, pos: int) -> int:
+        reader = self._reader
+        assert isinstance(reader, JsonCallReader)
+        new_pos = reader.feed(buf, pos)
+        if reader.rejected:
+            tentative = self._tentative
+            assert tentative is not None
+            tentative.raw.append(buf[pos:new_pos])
+            self._reject_bare_json(reader)
+            return new_pos
+        if reader.finished:
+            self._reader = None
+            self._state = TAIL
+        return new_pos
+
+    def _reject_bare_json(self, reader: JsonCallReader) -> None:
+        tentative = self._tentative
+        assert tentative is not None
+        fenced = tentative.awaiting_fence_close
+        self._reader = None
+        self._reject()
+        if fenced:
+            self._open_fence(self._fence_len)
+            return
+        lexer = reader.lexer
+        if lexer is not None and not lexer.done and lexer.error is None:
+            lexer.detach()
+            self._lexer = lexer
+            self._state = JSON_TEXT
+
+    def _in_json_text(self, buf: str, pos: int) -> int:
+        lexer = self._lexer
+        assert lexer is not None
+        new_pos = lexer.feed(buf, pos)
+        self._text(buf[pos:new_pos])
+        if lexer.done or lexer.error is not None or new_pos < len(buf):
+            self._lexer = None
+            self._state = CONTENT
+        return new_pos
+
+    def _in_tail(self, buf: str, pos: int) -> int:
+        tentative = self._tentative
+        assert tentative is not None
+        start = _skip_whitespace(buf, pos)
+        if start > pos:
+            tentative.new_line = tentative.new_line or "\n" in buf[pos:start]
+            return start
+        if tentative.awaiting_fence_close:
+            if buf.startswith("```", pos):
+                tentative.awaiting_fence_close = False
+                tentative.resume = CONTENT
+                return pos + 3
+            if "```".startswith(buf[pos:]):
+                return pos
+        elif tentative.channel is self._content and buf[pos] == "{" and tentative.new_line:
+            tentative.new_line = False
+            self._reader = self._bare_json_reader()
+            self._state = BARE_JSON
+            return pos
+        elif tentative.channel is self._reasoning:
+            opening = self._call_tag.open
+            if buf.startswith(opening, pos):
+                self._block = self._call_tag
+                self._state = BODY_START
+                return pos + len(opening)
+            if len(buf) - pos < len(opening) and opening.startswith(buf[pos:]):
+                return pos
+        if buf[pos] == "<":
+            found = self._end_tokens.match(buf, pos)
+            if isinstance(found, NeedMore):
+                return pos
+            if isinstance(found, tuple):
+                return found[1]
+        self._reject()
+        return pos
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def _finish(self, held: str) -> None:
+        state = self._state
+        if state == BLOCK:
+            assert self._reader is not None
+            self._reader.close(held)
+            self._end_block(0)
+        elif state == BODY_START:
+            self._invalid_call(held.strip(), TRUNCATED)
+            self._end_block(0)
+        elif state in (BARE_JSON, FENCE_HEAD):
+            # An object or fence still open at the end is not a call.
+            self._reader = None
+            self._reject()
+            self._text(held)
+        elif state == REASONING:
+            self._think(held)
+        elif state != TAIL:
+            self._text(held)
+        if self._tentative is not None:
+            self._confirm()
+        self._boundary()
+
+
+def _block_tags(tag: str) -> _BlockTags:
+    open_tag, close_tag = "<" + tag + ">", "</" + tag + ">"
+    return _BlockTags(
+        open=open_tag,
+        close=close_tag,
+        json=TagMatcher({close_tag: "end", open_tag: "skip"} | dict.fromkeys(END_TOKENS, "end")),
+    )
+
+
+def _content_tag_kinds(blocks: dict[str, _BlockTags], parse_calls: bool) -> dict[str, str]:
+    kinds = {"<think>": "think_open", "</think>": "think_close"}
+    kinds |= dict.fromkeys(END_TOKENS, "drop")
+    if parse_calls:
+        for block in blocks.values():
+            kinds[block.open] = "call_open"
+            kinds[block.close] = "drop"
+        kinds["<function="] = "function"
+        kinds["<function name="] = "function"
+    return kinds
+
+
+def _skip_whitespace(text: str, pos: int) -> int:
+    match = _WHITESPACE.match(text, pos)
+    assert match is not None
+    return match.end()
+
+
+def parse(
+    text: str,
+    tools: Iterable[object] | None = None,
+    *,
+    call_tag: str = "tool_call",
+    think_open: bool = False,
+    raw_json: bool = True,
+    parse_calls: bool = True,
+    call_id: Callable[[], str] = new_call_id,
+) -> ParseResult:
+    """Parse a complete model output: feed everything, then close."""
+    parser = StreamParser(
+        tools,
+        call_tag=call_tag,
+        think_open=think_open,
+        raw_json=raw_json,
+        parse_calls=parse_calls,
+        call_id=call_id,
+    )
+    parser.feed(text)
+    parser.close()
+    return parser.result()

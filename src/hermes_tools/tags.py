@@ -1,0 +1,56 @@
+"""Recognising tags at a `<`, including tags cut in half by a chunk boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+# End-of-turn tokens some servers leave in the text; they are never content.
+END_TOKENS: Final = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|end|>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<end_of_turn>",
+    "<｜end▁of▁sentence｜>",  # noqa: RUF001 - DeepSeek's token really uses these characters
+)
+
+
+class NeedMore:
+    """The text ends inside something that may still become a tag."""
+
+    def __repr__(self) -> str:
+        return "NEED_MORE"
+
+
+NEED_MORE: Final = NeedMore()
+
+
+class TagMatcher:
+    """Maps tag texts to the kind of thing each one means to whoever reads them."""
+
+    __slots__ = ("_tags",)
+
+    def __init__(self, tags: Mapping[str, str]) -> None:
+        self._tags = sorted(tags.items(), key=lambda item: -len(item[0]))
+
+    def match(self, text: str, pos: int) -> tuple[str, int] | NeedMore | None:
+        """At `text[pos] == "<"`: the kind and end of the tag there, NEED_MORE when the text
+        ends on what could still be a tag, or None when no tag starts here."""
+        rest = len(text) - pos
+        need_more = False
+        for tag, kind in self._tags:
+            if text.startswith(tag, pos):
+                return kind, pos + len(tag)
+            if rest < len(tag) and tag.startswith(text[pos:]):
+                need_more = True
+        return NEED_MORE if need_more else None
+
+    def kind_prefixed_by(self, text: str) -> str | None:
+        """The kind of the tag that `text` (a cut-off tail) was the start of, if any."""
+        for tag, kind in self._tags:
+            if text and tag.startswith(text):
+                return kind
+        return None
