@@ -21,11 +21,13 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.format import HermesFormat
 from hermes_tools.stream_parser import ParserClosedError, StreamParser, parse
 
 __all__ = [
     "Event",
     "FormatOptionError",
+    "HermesFormat",
     "HermesToolsError",
     "InvalidToolCall",
     "MessageFormatError",

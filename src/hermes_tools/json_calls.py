@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from hermes_tools.block_text import BlockText
-from hermes_tools.json_lexer import JsonLexer, NullSink, canonical, repair
+from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, canonical, repair
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import CallEmitter, PendingCall
 from hermes_tools.tags import NeedMore, TagMatcher
@@ -83,15 +83,18 @@ class _StringArguments(_CollectString):
             if stop < len(text) and lexer.error is None and not lexer.done:
                 lexer.error = "unexpected '<'"
 
-    def settle(self) -> Any:
-        """Returns a repaired value to replay, or None when the streamed one is complete."""
+    def settle(self) -> tuple[bool, Any]:
+        """(complete, repaired): complete when what streamed is the whole object; otherwise
+        the repaired reading of the string (None if there is none)."""
         self.lexer.finish_word()
         if self.lexer.done and self.lexer.error is None:
-            return None
+            return True, None
         decoded = "".join(self.parts)
         if not decoded.strip():
-            return {}
-        return repair(decoded)
+            return False, {}
+        if self.lexer.error == MISSING_VALUE:
+            return False, None
+        return False, repair(decoded)
 
 
 class _Call:
@@ -136,6 +139,7 @@ class JsonCallReader:
         self._base = 0  # absolute offset of text[0] during a feed
         self._lexer: JsonLexer | None = None
         self._failure: tuple[str, int] | None = None  # error, absolute start of the bad text
+        self._repairable = True
         self._replay_raw: str | None = None
         self._reset_routing()
 
@@ -159,8 +163,7 @@ class JsonCallReader:
         """Consume from `pos`; return where it stopped: short of the end only when the block
         finished there, or when a tag may be cut by the chunk boundary (feed that tail again
         with more text)."""
-        self._base = len(self._raw) - pos
-        self._raw.add(text[pos:])
+        self._base = self._raw.begin_feed(text, pos)
         while pos < len(text) and not self.finished and not self.rejected:
             state = self._state
             if state == _BETWEEN:
@@ -172,7 +175,7 @@ class JsonCallReader:
             if new_pos == pos and state == self._state:
                 break
             pos = new_pos
-        self._raw.give_back(len(text) - pos)
+        self._raw.end_feed(pos)
         return pos
 
     def close(self, rest: str = "") -> None:
@@ -181,6 +184,7 @@ class JsonCallReader:
             return
         cut_end_tag = self._tags.kind_prefixed_by(rest) == "end"
         self.finished = True
+        self._raw.add(rest)
         if self._state == _VALUE:
             lexer = self._lexer
             assert lexer is not None
@@ -230,7 +234,12 @@ class JsonCallReader:
                 return pos
             if isinstance(found, tuple):
                 kind, end = found
-                self.finished = kind == "end"
+                if kind == "end":
+                    self.finished = True
+                    if self._raw.is_blank_before(self._abs(pos)):
+                        PendingCall(self._emitter, self._toolbox).fail(
+                            "the tool call block is empty", ""
+                        )
                 return end
         if self._strict:
             self.rejected = True
@@ -264,7 +273,7 @@ class JsonCallReader:
             complete = lexer.close_open_containers()
             self._flush_args()
             if not complete:
-                self._abandon_open_call("the call's JSON is incomplete")
+                self._abandon_open_call("the call's JSON is incomplete", self._abs(pos))
             self.finished = True
             return found[1]
         return self._fail_value("unexpected '<'", pos)
@@ -275,6 +284,7 @@ class JsonCallReader:
             return pos
         start = self._call.raw_start if self._call is not None else self._abs(pos)
         self._failure = (f"the call is not valid JSON: {error}", start)
+        self._repairable = error != MISSING_VALUE
         self._state = _FAILED
         return pos
 
@@ -298,7 +308,7 @@ class JsonCallReader:
         error, start = self._failure
         raw = self._raw.slice(start, end).strip()
         open_call = self._call
-        repaired = repair(raw) if repairable and raw else None
+        repaired = repair(raw) if repairable and self._repairable and raw else None
         objects = repaired if isinstance(repaired, list) else [repaired]
         if objects and all(isinstance(item, dict) for item in objects):
             self._replay(objects, open_call.pending if open_call is not None else None, raw)
@@ -320,11 +330,11 @@ class JsonCallReader:
         self._lexer.feed(canonical(objects if len(objects) > 1 else objects[0]))
         self._flush_args()
 
-    def _abandon_open_call(self, error: str) -> None:
+    def _abandon_open_call(self, error: str, end: int | None = None) -> None:
         call = self._call
         if call is not None:
             self._call = None
-            call.pending.fail(error, self._raw.slice(call.raw_start).strip())
+            call.pending.fail(error, self._raw.slice(call.raw_start, end).strip())
 
     def _flush_args(self) -> None:
         call = self._call
@@ -473,9 +483,9 @@ class JsonCallReader:
             self._settle_string_arguments(call, route)
 
     def _settle_string_arguments(self, call: _Call, route: _StringArguments) -> None:
-        repaired = route.settle()
+        complete, repaired = route.settle()
         call.pending.write_args(route.writer.take())
-        if repaired is None:
+        if complete:
             return
         if isinstance(repaired, dict):
             call.pending.replay()

@@ -45,6 +45,8 @@ _SIMPLE_ESCAPES = {
     "'": "'",
 }
 _CLOSER = {"{": "}", "[": "]", "(": ")"}
+# json-repair would invent a value (an empty string) for this one, so it is never repaired.
+MISSING_VALUE = "a key has no value"
 
 # What the lexer expects next outside a string.
 _VALUE = 0  # a value (or, inside an array, its end)
@@ -199,7 +201,7 @@ class JsonLexer:
             if not self._stack or _CLOSER[self._stack[-1]] != ch:
                 return self._fail(pos, f"unexpected {ch!r}")
             if expect == _COLON or (expect == _VALUE and self._stack[-1] == "{"):
-                return self._fail(pos, "a key has no value")
+                return self._fail(pos, MISSING_VALUE)
             self._close(self._stack[-1])
             return pos + 1
         if ch == ",":

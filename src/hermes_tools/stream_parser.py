@@ -89,19 +89,19 @@ def new_call_id() -> str:
 class _Channel:
     """Content or reasoning: holds trailing whitespace, drops leading whitespace."""
 
-    __slots__ = ("event", "parts", "pending", "started")
+    __slots__ = ("parts", "pending", "started")
 
-    def __init__(self, event: type[TextDelta] | type[ReasoningDelta]) -> None:
-        self.event = event
+    def __init__(self) -> None:
         self.parts: list[str] = []
         self.pending = ""
         self.started = False
 
-    def write(self, text: str, out: list[Event]) -> None:
+    def write(self, text: str) -> str:
+        """The part of `text` that is settled now ("" while it is only whitespace)."""
         body = text.rstrip()
         if not body:
             self.pending += text
-            return
+            return ""
         if self.started:
             body = self.pending + body
         else:
@@ -109,7 +109,7 @@ class _Channel:
             self.started = True
         self.pending = text[len(text.rstrip()) :]
         self.parts.append(body)
-        out.append(self.event(body))
+        return body
 
     def take_pending(self) -> str:
         pending, self.pending = self.pending, ""
@@ -141,7 +141,7 @@ class StreamParser:
 
     def __init__(
         self,
-        tools: Iterable[object] | None = None,
+        tools: Iterable[object] | Toolbox | None = None,
         *,
         call_tag: str = "tool_call",
         think_open: bool = False,
@@ -164,8 +164,8 @@ class StreamParser:
             | ({self._call_tag.open: "call_open"} if parse_calls else {})
         )
         self._end_tokens = TagMatcher(dict.fromkeys(END_TOKENS, "drop"))
-        self._content = _Channel(TextDelta)
-        self._reasoning = _Channel(ReasoningDelta)
+        self._content = _Channel()
+        self._reasoning = _Channel()
         self._state = REASONING if think_open else CONTENT
         self._held = ""
         self._closed = False
@@ -285,7 +285,9 @@ class StreamParser:
         """Visible content; keeps track of line starts for fences and bare JSON."""
         if not text:
             return
-        self._content.write(text, self._out)
+        settled = self._content.write(text)
+        if settled:
+            self._release(TextDelta(settled))
         newline = text.rfind("\n")
         tail = text[newline + 1 :] if newline >= 0 else text
         self._line_start = (newline >= 0 or self._line_start) and not tail.strip(" \t")
@@ -293,8 +295,9 @@ class StreamParser:
             self._segment_has_text = True
 
     def _think(self, text: str) -> None:
-        if text:
-            self._reasoning.write(text, self._out)
+        settled = self._reasoning.write(text) if text else ""
+        if settled:
+            self._release(ReasoningDelta(settled))
 
     def _boundary(self) -> None:
         """A structural tag: the whitespace before it was layout."""
@@ -465,9 +468,6 @@ class StreamParser:
             self._reader = self._xml_reader(wrapped=True)
         elif len(buf) - start < len("<function") and "<function".startswith(buf[start:]):
             return start
-        elif buf.startswith(self._block.close, start):
-            self._invalid_call("", "the tool call block is empty")
-            return self._end_block(start + len(self._block.close))
         else:
             self._reader = JsonCallReader(self, self._toolbox, self._block.json)
         self._state = BLOCK

@@ -105,8 +105,7 @@ class XmlCallReader:
     def feed(self, text: str, pos: int) -> int:
         """Consume from `pos`; return where it stopped (short of the end only when finished,
         or when what remains may be a tag cut by the chunk boundary)."""
-        self._base = len(self._raw) - pos
-        self._raw.add(text[pos:])
+        self._base = self._raw.begin_feed(text, pos)
         handlers = (self._between, self._function, self._value, self._json_body, self._skip)
         while pos < len(text) and not self.finished:
             state = self._state
@@ -114,7 +113,7 @@ class XmlCallReader:
             if new_pos == pos and state == self._state:
                 break
             pos = new_pos
-        self._raw.give_back(len(text) - pos)
+        self._raw.end_feed(pos)
         return pos
 
     def close(self, rest: str = "") -> None:
@@ -125,6 +124,8 @@ class XmlCallReader:
         self._raw.add(rest)
         call = self._call
         if call is None:
+            if rest.strip():
+                PendingCall(self._emitter, self._toolbox).fail(TRUNCATED, rest.strip())
             return
         if self._state == _VALUE:
             if _is_cut_closing_tag(rest, self._value_tags):
@@ -207,15 +208,14 @@ class XmlCallReader:
             self._state = _JSON_BODY
             return pos
         if ch != "<":
-            call.fail_later("unexpected text inside <function=...> outside any <parameter=...>")
-            lt = text.find("<", pos)
-            return len(text) if lt < 0 else lt
+            return self._start_skip(
+                "unexpected text inside <function=...> outside any <parameter=...>", pos
+            )
         found = self._function_tags.match(text, pos)
         if isinstance(found, NeedMore):
             return pos
         if found is None:
-            call.fail_later("unexpected tag inside <function=...>")
-            return pos + 1
+            return self._start_skip("unexpected tag inside <function=...>", pos + 1)
         kind, end = found
         if kind == "open_param":
             return self._open_param(text, pos, end)

@@ -1,0 +1,231 @@
+"""`hermes-tools`: show the prompt a request would carry, or parse a model's raw output."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from hermes_tools.errors import HermesToolsError
+from hermes_tools.events import ParseResult
+from hermes_tools.format import HermesFormat
+from hermes_tools.tools import tool_specs
+
+
+class CliError(Exception):
+    """Bad input: reported on one line of stderr, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments().parse_args(argv)
+    try:
+        return int(args.run(args, sys.stdin, sys.stdout))
+    except (CliError, HermesToolsError) as exc:
+        print(f"hermes-tools: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _arguments() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-tools",
+        description="Debug Hermes-format tool calling: render the tools prompt, or parse a "
+        "model's raw output into tool calls.",
+    )
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    prompt = commands.add_parser("prompt", help="print the system prompt sent for some tools")
+    prompt.add_argument("--tools", required=True, metavar="FILE", help=_TOOLS_HELP)
+    _format_arguments(prompt)
+    prompt.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="X",
+        help="auto (default), none, required, or a tool name",
+    )
+    prompt.add_argument(
+        "--no-parallel", action="store_true", help="tell the model to make at most one call"
+    )
+    prompt.set_defaults(run=_prompt)
+
+    parse = commands.add_parser(
+        "parse",
+        help="parse model output from stdin and print the result as JSON",
+        description="Reads model output on stdin and prints the ParseResult as JSON. Call ids "
+        "are numbered (call_0, call_1, ...) so outputs can be compared.",
+    )
+    parse.add_argument("--tools", metavar="FILE", help=_TOOLS_HELP)
+    _format_arguments(parse)
+    parse.add_argument(
+        "--no-raw-json",
+        action="store_true",
+        help="do not read a bare JSON object at the end of the output as a call",
+    )
+    parse.add_argument(
+        "--think-open",
+        action="store_true",
+        help="the output starts inside <think> (the prompt opened it)",
+    )
+    parse.add_argument(
+        "--chunk",
+        type=_positive,
+        metavar="N",
+        help="feed the stream parser N characters at a time (the result must not change)",
+    )
+    parse.add_argument(
+        "--jsonl",
+        action="store_true",
+        help='read one JSON object per line: {"text": ..., "tools": [...], "options": '
+        '{"think_open": ..., "raw_json": ...}}; write one result per line',
+    )
+    parse.set_defaults(run=_parse)
+    return parser
+
+
+_TOOLS_HELP = (
+    'JSON file: a list of tools in OpenAI shape {"type": "function", "function": {...}} '
+    'or {"name": ..., "parameters": {...}}'
+)
+
+
+def _format_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--syntax",
+        choices=("json", "qwen3_coder"),
+        default="json",
+        help="the call syntax the prompt teaches (the parser always reads both)",
+    )
+    parser.add_argument("--call-tag", default="tool_call", help="tag around calls")
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+# -- prompt -----------------------------------------------------------------------------------
+
+
+def _prompt(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    tools = _read_tools_file(args.tools)
+    fmt = HermesFormat(syntax=args.syntax, call_tag=args.call_tag)
+    text = fmt.system_prompt(
+        tools, args.tool_choice, parallel_tool_calls=False if args.no_parallel else None
+    )
+    stdout.write(text + "\n")
+    return 0
+
+
+# -- parse ------------------------------------------------------------------------------------
+
+
+def _parse(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    tools = _read_tools_file(args.tools) if args.tools else None
+    options = {"think_open": args.think_open, "raw_json": not args.no_raw_json}
+    if not args.jsonl:
+        result = _run_parser(stdin.read(), tools, options, args)
+        stdout.write(json.dumps(result_dict(result), ensure_ascii=False, indent=2) + "\n")
+        return 0
+    for number, line in enumerate(stdin, 1):
+        if not line.strip():
+            continue
+        text, line_tools, line_options = _read_jsonl_case(line, number)
+        result = _run_parser(
+            text,
+            line_tools if line_tools is not None else tools,
+            options | line_options,
+            args,
+        )
+        stdout.write(json.dumps(result_dict(result), ensure_ascii=False) + "\n")
+    return 0
+
+
+def _run_parser(
+    text: str, tools: list[Any] | None, options: dict[str, bool], args: argparse.Namespace
+) -> ParseResult:
+    fmt = HermesFormat(
+        syntax=args.syntax,
+        call_tag=args.call_tag,
+        think_open=options["think_open"],
+        raw_json=options["raw_json"],
+    )
+    parser = fmt.stream_parser(tools, call_id=_numbered_ids())
+    step = args.chunk or len(text) or 1
+    for start in range(0, len(text), step):
+        parser.feed(text[start : start + step])
+    parser.close()
+    return parser.result()
+
+
+def _numbered_ids() -> Callable[[], str]:
+    counter = itertools.count()
+    return lambda: f"call_{next(counter)}"
+
+
+def result_dict(result: ParseResult) -> dict[str, Any]:
+    return {
+        "content": result.content,
+        "reasoning": result.reasoning,
+        "tool_calls": [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in result.tool_calls
+        ],
+        "invalid_tool_calls": [
+            {"id": call.id, "name": call.name, "arguments": call.arguments, "error": call.error}
+            for call in result.invalid_tool_calls
+        ],
+    }
+
+
+def _read_jsonl_case(line: str, number: int) -> tuple[str, list[Any] | None, dict[str, bool]]:
+    try:
+        case = json.loads(line)
+    except ValueError as exc:
+        raise CliError(f"line {number}: not JSON ({exc})") from None
+    if not isinstance(case, dict) or not isinstance(case.get("text"), str):
+        raise CliError(f'line {number}: expected an object with a "text" string')
+    tools = case.get("tools")
+    if tools is not None:
+        tools = _checked_tools(tools, f"line {number}")
+    options = case.get("options") or {}
+    if not isinstance(options, dict):
+        raise CliError(f'line {number}: "options" must be an object')
+    unknown = set(options) - {"think_open", "raw_json"}
+    if unknown:
+        raise CliError(
+            f"line {number}: unknown options {sorted(unknown)}; use think_open, raw_json"
+        )
+    return case["text"], tools, {key: bool(value) for key, value in options.items()}
+
+
+def _read_tools_file(path: str) -> list[Any]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except OSError as exc:
+        raise CliError(f"cannot read tools file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CliError(f"tools file {path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    elif isinstance(data, dict):
+        data = [data]
+    return _checked_tools(data, f"tools file {path}")
+
+
+def _checked_tools(data: object, where: str) -> list[Any]:
+    if not isinstance(data, list):
+        raise CliError(f"{where}: expected a list of tools")
+    try:
+        tool_specs(data)
+    except HermesToolsError as exc:
+        raise CliError(f"{where}: {exc}") from None
+    return data
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

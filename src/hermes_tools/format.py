@@ -1,0 +1,156 @@
+"""`HermesFormat`: every choice about the text, in one object.
+
+It renders the request side (the tools prompt and the rewritten conversation) and builds the
+parser for the reply side, so the syntax the prompt teaches and the syntax the parser expects
+always agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hermes_tools.conversation import RenderOptions, render_conversation
+from hermes_tools.errors import FormatOptionError
+from hermes_tools.events import ParseResult
+from hermes_tools.prompt import Syntax, ToolChoice, system_prompt, tool_choice
+from hermes_tools.stream_parser import StreamParser, new_call_id
+from hermes_tools.tools import Toolbox
+
+_TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
+_RESERVED_TAGS = frozenset({"think", "tools", "function", "parameter"})
+
+
+@dataclass(frozen=True, slots=True)
+class HermesFormat:
+    """How tools are written into the prompt and read back out of the reply.
+
+    - `syntax`: "json" (`{"name": ..., "arguments": {...}}` per call block) or "qwen3_coder"
+      (`<function=NAME><parameter=P>value</parameter></function>`). The parser reads both.
+    - `call_tag` / `response_tag`: the tag names around calls and around tool results.
+    - `instructions`: replaces the how-to-call text after the tool list (`{call_tag}` and
+      `{response_tag}` are filled in).
+    - `template`: replaces the whole tools prompt; `{tools}` becomes the tool schemas, one JSON
+      object per line, and `{tool_choice}` the tool-choice rule (appended when absent).
+    - `tool_result_role`: "user" (works everywhere) or "tool" (for servers whose chat template
+      renders tool messages itself).
+    - `system_prompt_in_user`: fold system text into the first user message, for chat
+      templates without a system role.
+    - `raw_json`: read a bare JSON object naming a bound tool at the end of a reply as a call.
+    - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
+    """
+
+    syntax: Syntax = "json"
+    call_tag: str = "tool_call"
+    response_tag: str = "tool_response"
+    instructions: str | None = None
+    template: str | None = None
+    tool_result_role: Literal["user", "tool"] = "user"
+    system_prompt_in_user: bool = False
+    raw_json: bool = True
+    think_open: bool = False
+
+    def __post_init__(self) -> None:
+        if self.syntax not in ("json", "qwen3_coder"):
+            raise FormatOptionError(f"syntax must be 'json' or 'qwen3_coder', not {self.syntax!r}.")
+        for option in ("call_tag", "response_tag"):
+            value = getattr(self, option)
+            if not isinstance(value, str) or not _TAG_NAME.fullmatch(value):
+                raise FormatOptionError(
+                    f"{option} must be a tag name such as 'tool_call' (a letter, then letters, "
+                    f"digits, '_', '.', ':' or '-'), without angle brackets; got {value!r}."
+                )
+            if value in _RESERVED_TAGS:
+                raise FormatOptionError(f"{option} cannot be {value!r}: the format uses it.")
+        if self.call_tag == self.response_tag:
+            raise FormatOptionError("call_tag and response_tag must differ.")
+        if self.tool_result_role not in ("user", "tool"):
+            raise FormatOptionError(
+                f"tool_result_role must be 'user' or 'tool', not {self.tool_result_role!r}."
+            )
+        if self.template is not None and "{tools}" not in self.template:
+            raise FormatOptionError(
+                "template must contain the {tools} placeholder where the tool schemas go."
+            )
+
+    # -- request side -----------------------------------------------------------------------
+
+    def system_prompt(
+        self,
+        tools: Iterable[object],
+        tool_choice: object = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> str:
+        """The tools prompt that is added to the system message ("" when no tools apply)."""
+        toolbox = Toolbox(tools)
+        return self._system_prompt(
+            toolbox, self.tool_choice(toolbox, tool_choice), parallel_tool_calls
+        )
+
+    def render_messages(
+        self,
+        messages: Iterable[object],
+        tools: Iterable[object] | None = None,
+        tool_choice: object = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """The conversation as plain chat: no `tool_calls`, tools in the system prompt."""
+        toolbox = Toolbox(tools)
+        choice = self.tool_choice(toolbox, tool_choice)
+        options = RenderOptions(
+            syntax=self.syntax,
+            call_tag=self.call_tag,
+            response_tag=self.response_tag,
+            tool_result_role=self.tool_result_role,
+            system_prompt_in_user=self.system_prompt_in_user,
+        )
+        prompt = self._system_prompt(toolbox, choice, parallel_tool_calls)
+        return render_conversation(messages, prompt, options)
+
+    def tool_choice(self, tools: Toolbox, value: object) -> ToolChoice:
+        return tool_choice(value, tools.specs)
+
+    def _system_prompt(
+        self, toolbox: Toolbox, choice: ToolChoice, parallel_tool_calls: bool | None
+    ) -> str:
+        return system_prompt(
+            toolbox.specs,
+            choice,
+            parallel_tool_calls,
+            syntax=self.syntax,
+            call_tag=self.call_tag,
+            response_tag=self.response_tag,
+            instructions=self.instructions,
+            template=self.template,
+        )
+
+    # -- reply side -------------------------------------------------------------------------
+
+    def stream_parser(
+        self,
+        tools: Iterable[object] | None = None,
+        tool_choice: object = None,
+        *,
+        call_id: Callable[[], str] = new_call_id,
+    ) -> StreamParser:
+        """A parser for one reply; with `tool_choice="none"` it reads no calls."""
+        toolbox = Toolbox(tools)
+        choice = self.tool_choice(toolbox, tool_choice)
+        return StreamParser(
+            toolbox,
+            call_tag=self.call_tag,
+            think_open=self.think_open,
+            raw_json=self.raw_json,
+            parse_calls=choice.mode != "none",
+            call_id=call_id,
+        )
+
+    def parse(
+        self, text: str, tools: Iterable[object] | None = None, tool_choice: object = None
+    ) -> ParseResult:
+        parser = self.stream_parser(tools, tool_choice)
+        parser.feed(text)
+        parser.close()
+        return parser.result()

@@ -1,0 +1,132 @@
+"""The tools system prompt: what the model is told about the tools and how to call them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from hermes_tools.errors import FormatOptionError
+from hermes_tools.tools import ToolSpec
+
+Syntax = Literal["json", "qwen3_coder"]
+
+_PREAMBLE = (
+    "# Tools\n\n"
+    "You can call functions to help with the user's request. Their signatures, one JSON "
+    "object per line, are inside <tools></tools>:"
+)
+
+JSON_INSTRUCTIONS = """\
+To call a function, write a <{call_tag}></{call_tag}> block holding one JSON object with the \
+function's name and its arguments:
+<{call_tag}>
+{"name": "function_name", "arguments": {"argument_name": "value"}}
+</{call_tag}>
+Write one block per call; a reply may hold several. Each result comes back to you inside \
+<{response_tag}></{response_tag}>. If no function is needed, answer directly."""
+
+QWEN3_CODER_INSTRUCTIONS = """\
+To call a function, write a <{call_tag}></{call_tag}> block in exactly this form:
+<{call_tag}>
+<function=function_name>
+<parameter=parameter_name>
+value
+</parameter>
+</function>
+</{call_tag}>
+Give each parameter in its own <parameter=...> tag; a value may span several lines. Write one \
+block per call; a reply may hold several. Each result comes back to you inside \
+<{response_tag}></{response_tag}>. If no function is needed, answer directly."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """`mode` as in the OpenAI API; `name` when one specific tool must be called."""
+
+    mode: Literal["auto", "none", "required"] = "auto"
+    name: str | None = None
+
+
+def tool_choice(value: object, tools: Sequence[ToolSpec]) -> ToolChoice:
+    """Read an OpenAI `tool_choice` (or a bare tool name)."""
+    if value is None or value == "auto":
+        return ToolChoice()
+    if value == "none":
+        return ToolChoice("none")
+    if value == "required":
+        return ToolChoice("required")
+    name: object = value
+    if isinstance(value, Mapping):
+        function = value.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if value.get("type") != "function" or not isinstance(name, str):
+            raise FormatOptionError(
+                f"tool_choice {value!r} is not understood; use 'auto', 'none', 'required', a "
+                'tool name, or {"type": "function", "function": {"name": ...}}.'
+            )
+    if not isinstance(name, str):
+        raise FormatOptionError(
+            f"tool_choice must be 'auto', 'none', 'required' or a tool name, not {value!r}."
+        )
+    known = [spec.name for spec in tools]
+    if name not in known:
+        raise FormatOptionError(
+            f"tool_choice names {name!r}, which is not among the tools "
+            f"({', '.join(known) or 'none given'}). Pass that tool in `tools`."
+        )
+    return ToolChoice("required", name)
+
+
+def choice_rule(choice: ToolChoice, parallel_tool_calls: bool | None) -> str:
+    rules = []
+    if choice.name is not None:
+        rules.append(f"In this reply you must call the function {choice.name}, and no other.")
+    elif choice.mode == "required":
+        rules.append("In this reply you must call at least one function.")
+    if parallel_tool_calls is False:
+        rules.append("Call at most one function per reply.")
+    return " ".join(rules)
+
+
+def tool_lines(tools: Sequence[ToolSpec]) -> str:
+    return "\n".join(json.dumps(spec.openai_tool(), ensure_ascii=False) for spec in tools)
+
+
+def system_prompt(
+    tools: Sequence[ToolSpec],
+    choice: ToolChoice,
+    parallel_tool_calls: bool | None,
+    *,
+    syntax: Syntax,
+    call_tag: str,
+    response_tag: str,
+    instructions: str | None,
+    template: str | None,
+) -> str:
+    """The tools prompt, or "" when no tools are offered."""
+    if choice.mode == "none" or not tools:
+        return ""
+    if choice.name is not None:
+        tools = [spec for spec in tools if spec.name == choice.name]
+    rule = choice_rule(choice, parallel_tool_calls)
+    lines = tool_lines(tools)
+    # Tags are filled in before the tool schemas go in, so a description is never rewritten.
+    if template is not None:
+        text = _fill_tags(template, call_tag, response_tag)
+        if "{tool_choice}" not in text:
+            text = _join(text, "{tool_choice}") if rule else text
+        return text.replace("{tool_choice}", rule).replace("{tools}", lines)
+    if instructions is None:
+        instructions = JSON_INSTRUCTIONS if syntax == "json" else QWEN3_CODER_INSTRUCTIONS
+    how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
+    return f"{_PREAMBLE}\n<tools>\n{lines}\n</tools>\n\n{how_to}"
+
+
+def _join(text: str, rule: str) -> str:
+    return f"{text.rstrip()}\n{rule}" if rule else text
+
+
+def _fill_tags(text: str, call_tag: str, response_tag: str) -> str:
+    return text.replace("{call_tag}", call_tag).replace("{response_tag}", response_tag)

@@ -1,0 +1,128 @@
+"""Bad model output becomes invalid calls with readable errors; it never raises."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_tools import InvalidToolCall
+from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
+
+TOOLS = [WEATHER, WRITE_FILE]
+
+
+def only_invalid(text: str) -> InvalidToolCall:
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert len(result.invalid_tool_calls) == 1, result.invalid_tool_calls
+    return result.invalid_tool_calls[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "write_file", "arguments": {"path": "a", "content": "hal',
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a"',
+        '<tool_call>{"name": "write_file", "argu',
+        '<tool_call>{"name": "write_fi',
+        "<tool_call>\n<function=write_file>\n<parameter=content>\nhalf a li",
+        "<tool_call>\n<function=write_file>\n<parameter=content>\nhalf\n<parameter=pa",
+        "<tool_call>\n<function=write_f",
+        '<tool_call>\n<function=write_file>\n{"path": "a',
+        "<tool_call>",
+        "<tool_call>\n",
+    ],
+)
+def test_truncated_calls_are_invalid_never_completed(text: str) -> None:
+    invalid = only_invalid(text)
+    assert "truncated" in invalid.error
+
+
+def test_truncated_call_keeps_its_raw_text_and_name() -> None:
+    invalid = only_invalid('<tool_call>{"name": "get_weather", "arguments": {"city": "Ber')
+    assert invalid.name == "get_weather"
+    assert invalid.arguments == '{"name": "get_weather", "arguments": {"city": "Ber'
+
+
+def test_complete_call_without_closing_tag_at_the_end_is_valid() -> None:
+    for text in [
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}',
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_ca',
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</param",
+    ]:
+        result = parse_every_way(text, TOOLS)
+        assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('<tool_call>{"name": "get_weather", "arguments": [1, 2]}</tool_call>', "JSON object"),
+        ('<tool_call>{"name": "get_weather", "arguments": 5}</tool_call>', "JSON object"),
+        ('<tool_call>{"name": "get_weather", "arguments": "oops"}</tool_call>', "JSON object"),
+        ('<tool_call>{"arguments": {"city": "x"}}</tool_call>', "no name"),
+        ('<tool_call>{"name": 42, "arguments": {}}</tool_call>', "name must be a string"),
+        ('<tool_call>{"name": "", "arguments": {}}</tool_call>', "empty name"),
+        (
+            '<tool_call>{"name": "get weather", "arguments": {}}</tool_call>',
+            "not a valid tool name",
+        ),
+        ('<tool_call>{"name": "' + "a" * 65 + '", "arguments": {}}</tool_call>', "not a valid"),
+        (
+            '<tool_call>{"name": "get_weather", "arguments": {"city": }}</tool_call>',
+            "not valid JSON",
+        ),
+        (
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "x", "unit": \n</tool_call>',
+            "incomplete",
+        ),
+        ("<tool_call>I will call the weather tool</tool_call>", "expected a JSON object"),
+        ("<tool_call></tool_call>", "empty"),
+        ("<tool_call><function=get weather!>\n</function></tool_call>", "not a valid tool name"),
+        (
+            "<tool_call><function=get_weather\n<parameter=city>x</parameter></function></tool_call>",
+            "malformed",
+        ),
+        (
+            "<tool_call><function=get_weather><parameter=city Rome\n</function></tool_call>",
+            "malformed",
+        ),
+        (
+            "<tool_call><function=get_weather><parameter=city>a</parameter><parameter=city>b</parameter></function></tool_call>",
+            "given twice",
+        ),
+        (
+            "<tool_call><function=get_weather>stray words<parameter=city>a</parameter>"
+            "</function></tool_call>",
+            "unexpected text",
+        ),
+        (
+            '<tool_call>{"name": "get_weather", "function": {"name": "write_file"}}</tool_call>',
+            "two tools",
+        ),
+    ],
+)
+def test_invalid_calls_say_why(text: str, error: str) -> None:
+    invalid = only_invalid(text)
+    assert error in invalid.error
+    assert invalid.id.startswith("call_")
+
+
+def test_one_bad_block_never_spoils_the_others() -> None:
+    result = parse_every_way(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "A"}}</tool_call>\n'
+        '<tool_call>{"name": "get_weather", "arguments": {"city": }}</tool_call>\n'
+        "<tool_call><function=get_weather><parameter=city B</function></tool_call>\n"
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "C"}}</tool_call>',
+        TOOLS,
+    )
+    assert [call.arguments["city"] for call in result.tool_calls] == ["A", "C"]
+    assert len(result.invalid_tool_calls) == 2
+    ids = [call.id for call in result.tool_calls + result.invalid_tool_calls]
+    assert len(set(ids)) == 4
+
+
+def test_invalid_call_raw_text_is_what_the_model_wrote() -> None:
+    body = '{"name": "get_weather", "arguments": {"city": }}'
+    assert only_invalid(f"<tool_call>\n{body}\n</tool_call>").arguments == body

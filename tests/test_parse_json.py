@@ -1,0 +1,182 @@
+"""Reading JSON call bodies."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_tools import parse
+from parser_helpers import WEATHER, calls_as_dicts, parse_every_way
+
+TOOLS = [WEATHER]
+
+
+def one_call(text: str) -> dict[str, object]:
+    result = parse_every_way(text, TOOLS)
+    assert result.invalid_tool_calls == []
+    assert len(result.tool_calls) == 1
+    return calls_as_dicts(result)[0]
+
+
+PARIS = {"name": "get_weather", "arguments": {"city": "Paris"}}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        '{"arguments": {"city": "Paris"}, "name": "get_weather"}',
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+        '{"arguments": "{\\"city\\": \\"Paris\\"}", "name": "get_weather"}',
+        '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}',
+        '{"type": "function", "function": {"name": "get_weather", '
+        '"arguments": "{\\"city\\": \\"Paris\\"}"}}',
+        '{"name": "get_weather", "city": "Paris"}',
+        '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```',
+        '```\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```',
+        '{"name": "get_weather", "arguments": {"city": "Paris",},}',
+        "{'name': 'get_weather', 'arguments': {'city': 'Paris'}}",
+        '{name: "get_weather", arguments: {city: "Paris"}}',
+        '{"name": "get_weather" "arguments": {"city": "Paris"}}',
+        '{"name": "get_weather", "arguments": {"city": "Paris"}',
+        '{"name": "get_weather", "arguments": {"city": Paris}}',
+        '{"name": " get_weather ", "arguments": {"city": "Paris"}}',
+    ],
+    ids=[
+        "name-first",
+        "arguments-first",
+        "parameters-key",
+        "arguments-as-json-string",
+        "string-arguments-before-name",
+        "openai-nested",
+        "openai-nested-string-arguments",
+        "flat-arguments",
+        "fenced-json",
+        "fenced-plain",
+        "trailing-commas",
+        "single-quotes",
+        "unquoted-keys",
+        "missing-comma",
+        "missing-final-brace",
+        "unquoted-value-via-json-repair",
+        "padded-name",
+    ],
+)
+def test_call_body_shapes(body: str) -> None:
+    assert one_call(f"<tool_call>\n{body}\n</tool_call>") == PARIS
+
+
+def test_python_literals_and_tuples() -> None:
+    call = one_call(
+        "<tool_call>{'name': 'get_weather', 'arguments': "
+        "{'city': 'Paris', 'ok': True, 'none': None, 'no': False, 'tags': ('a', 'b')}}</tool_call>"
+    )
+    assert call["arguments"] == {
+        "city": "Paris",
+        "ok": True,
+        "none": None,
+        "no": False,
+        "tags": ["a", "b"],
+    }
+
+
+@pytest.mark.parametrize(
+    "arguments", ["", ', "arguments": {}', ', "arguments": null', ', "arguments": ""']
+)
+def test_absent_or_empty_arguments_are_an_empty_object(arguments: str) -> None:
+    call = one_call(f'<tool_call>{{"name": "get_weather"{arguments}}}</tool_call>')
+    assert call == {"name": "get_weather", "arguments": {}}
+
+
+def test_several_objects_and_lists_in_one_block() -> None:
+    result = parse_every_way(
+        "<tool_call>\n"
+        '{"name": "get_weather", "arguments": {"city": "A"}}\n'
+        '{"name": "get_weather", "arguments": {"city": "B"}},\n'
+        '[{"name": "get_weather", "arguments": {"city": "C"}}, '
+        '{"name": "get_weather", "arguments": {"city": "D"}}]\n'
+        "</tool_call>",
+        TOOLS,
+    )
+    assert [call.arguments["city"] for call in result.tool_calls] == ["A", "B", "C", "D"]
+    assert len({call.id for call in result.tool_calls}) == 4
+
+
+def test_escapes_unicode_and_surrogate_pairs() -> None:
+    call = one_call(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": '
+        '"caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\ \\/ \\t|\\n北京"}}</tool_call>'
+    )
+    assert call["arguments"] == {"city": 'café 😀 "q" \\ / \t|\n北京'}
+
+
+def test_lone_surrogate_becomes_replacement_character() -> None:
+    call = one_call(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "a\\ud83db"}}</tool_call>'
+    )
+    assert call["arguments"] == {"city": "a\ufffdb"}
+
+
+def test_numbers_keep_their_types() -> None:
+    call = one_call(
+        '<tool_call>{"name": "get_weather", "arguments": '
+        '{"i": -3, "f": 0.75, "e": 1e-3, "big": 123456789012345678901234567890}}</tool_call>'
+    )
+    assert call["arguments"] == {
+        "i": -3,
+        "f": 0.75,
+        "e": 0.001,
+        "big": 123456789012345678901234567890,
+    }
+    assert isinstance(call["arguments"]["i"], int)  # type: ignore[index]
+
+
+def test_closing_tag_inside_a_json_string_is_text() -> None:
+    call = one_call(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "</tool_call><tool_call>"}}'
+        "</tool_call>"
+    )
+    assert call["arguments"] == {"city": "</tool_call><tool_call>"}
+
+
+def test_repeated_opening_tag_between_calls_is_tolerated() -> None:
+    result = parse_every_way(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "A"}}\n'
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "B"}}</tool_call>',
+        TOOLS,
+    )
+    assert [call.arguments["city"] for call in result.tool_calls] == ["A", "B"]
+
+
+def test_tools_wrapper_echoed_from_the_prompt_is_read_as_a_call_block() -> None:
+    call = one_call('<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>')
+    assert call == PARIS
+
+
+def test_custom_call_tag() -> None:
+    result = parse(
+        '<fn>{"name": "get_weather", "arguments": {"city": "Paris"}}</fn> and <tool_call>x',
+        TOOLS,
+        call_tag="fn",
+    )
+    assert calls_as_dicts(result) == [PARIS]
+    assert result.content == "and <tool_call>x"
+
+
+def test_unknown_tool_names_pass_through() -> None:
+    call = one_call('<tool_call>{"name": "search_web", "arguments": {"q": "x"}}</tool_call>')
+    assert call == {"name": "search_web", "arguments": {"q": "x"}}
+
+
+@pytest.mark.parametrize("written", ["GET_WEATHER", "Get_Weather", "functions.get_weather"])
+def test_names_are_corrected_to_the_bound_tool(written: str) -> None:
+    call = one_call(
+        f'<tool_call>{{"name": "{written}", "arguments": {{"city": "Paris"}}}}</tool_call>'
+    )
+    assert call["name"] == "get_weather"
+
+
+def test_ambiguous_case_insensitive_name_is_left_alone() -> None:
+    tools = [{"name": "Search"}, {"name": "search"}]
+    result = parse('<tool_call>{"name": "SEARCH", "arguments": {}}</tool_call>', tools)
+    assert result.tool_calls[0].name == "SEARCH"

@@ -1,0 +1,161 @@
+"""Text around calls: content, reasoning, code, bare JSON calls and end tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from parser_helpers import WEATHER, calls_as_dicts, parse_every_way
+
+TOOLS = [WEATHER]
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+PARIS = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+
+
+def test_text_before_between_and_after_calls() -> None:
+    result = parse_every_way(f"First.\n{CALL}\nSecond.\n{CALL}{CALL}\nThird.", TOOLS)
+    assert result.content == "First.\nSecond.\nThird."
+    assert len(result.tool_calls) == 3
+
+
+def test_plain_text_is_untouched() -> None:
+    text = "  Indented start?\n\nA <b>tag</b>, a {brace}, 3 < 4 > 2, and `code`.\n"
+    result = parse_every_way(text, TOOLS)
+    assert result.content == text.strip()
+    assert result.tool_calls == []
+
+
+@pytest.mark.parametrize(
+    "token", ["<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "<end_of_turn>"]
+)
+def test_end_of_turn_tokens_are_removed(token: str) -> None:
+    result = parse_every_way(f"Hello there.{token}", TOOLS)
+    assert result.content == "Hello there."
+    assert calls_as_dicts(parse_every_way(f"{CALL}{token}", TOOLS)) == PARIS
+
+
+def test_think_goes_to_reasoning() -> None:
+    result = parse_every_way(f"<think>\nPlan: call it.\n</think>\n\n{CALL}\nDone.", TOOLS)
+    assert result.reasoning == "Plan: call it."
+    assert result.content == "Done."
+    assert calls_as_dicts(result) == PARIS
+
+
+def test_calls_inside_a_closed_think_are_drafts() -> None:
+    result = parse_every_way(f"<think>Maybe {CALL} or not.</think>The answer is 4.", TOOLS)
+    assert result.tool_calls == []
+    assert result.reasoning == f"Maybe {CALL} or not."
+    assert result.content == "The answer is 4."
+
+
+def test_call_after_an_unclosed_think_is_real() -> None:
+    result = parse_every_way(f"<think>\nI need the weather.\n{CALL}", TOOLS)
+    assert result.reasoning == "I need the weather."
+    assert calls_as_dicts(result) == PARIS
+
+
+def test_think_open_option_starts_inside_reasoning() -> None:
+    result = parse_every_way(f"Thinking first.\n</think>\n{CALL}", TOOLS, think_open=True)
+    assert result.reasoning == "Thinking first."
+    assert calls_as_dicts(result) == PARIS
+    unclosed = parse_every_way(f"Still thinking\n{CALL}", TOOLS, think_open=True)
+    assert unclosed.reasoning == "Still thinking"
+    assert calls_as_dicts(unclosed) == PARIS
+
+
+def test_think_tag_in_the_middle_of_prose_is_text() -> None:
+    result = parse_every_way("Use the <think> tag like this.", TOOLS)
+    assert result.content == "Use the <think> tag like this."
+    assert result.reasoning is None
+
+
+def test_several_think_blocks_stay_apart() -> None:
+    result = parse_every_way(f"<think>one</think>{CALL}<think>two</think>ok", TOOLS)
+    assert result.reasoning == "one\n\ntwo"
+
+
+def test_empty_think_block_gives_no_reasoning() -> None:
+    assert parse_every_way("<think>\n\n</think>\n\nHi", TOOLS).reasoning is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Example:\n```\n{CALL}\n```",
+        f"Example:\n```xml\n{CALL}\n```\nThat is the format.",
+        f"Example:\n~~~ isn't a fence\n```\n{CALL}\n",
+        f"Inline: `{CALL.replace(chr(10), '')}` is how.",
+        "Wrap each call in `<tool_call>` and `</tool_call>`.",
+        "Double ``<tool_call>`` ticks.",
+    ],
+)
+def test_calls_shown_in_code_are_text(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text.strip()
+
+
+def test_code_fence_closes_and_calls_after_it_are_real() -> None:
+    result = parse_every_way(f"```\n{CALL}\n```\n{CALL}", TOOLS)
+    assert len(result.tool_calls) == 1
+    assert result.content == f"```\n{CALL}\n```"
+
+
+def test_unclosed_inline_code_ends_at_the_line() -> None:
+    result = parse_every_way(f"a `b\n{CALL}", TOOLS)
+    assert calls_as_dicts(result) == PARIS
+
+
+BARE = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [BARE, f"Let me check.\n{BARE}", f"```json\n{BARE}\n```", f"\n{BARE}\n<|im_end|>"],
+)
+def test_bare_json_call_at_the_end(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert calls_as_dicts(result) == PARIS
+    assert "{" not in result.content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"The payload {BARE} is validated.",
+        f"{BARE}\nis what a call looks like.",
+        '{"name": "Alice", "arguments": {}}',
+        '{"name": "Alice", "age": 30}',
+        '[{"name": "get_weather", "arguments": {}}]',
+        '{"note": "<tool_call>x</tool_call>"}\nand more',
+        '{"name": "get_weather", "arguments": {"city": "Par',
+        '```json\n{"a": 1}\n```',
+    ],
+)
+def test_json_that_is_not_a_call_stays_text(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text.strip()
+
+
+def test_bare_json_calls_can_be_turned_off_and_need_bound_tools() -> None:
+    assert parse_every_way(BARE, TOOLS, raw_json=False).content == BARE
+    assert parse_every_way(BARE, None).content == BARE
+
+
+def test_parse_calls_off_reads_everything_as_text() -> None:
+    result = parse_every_way(f"<think>r</think>Hi {CALL}", TOOLS, parse_calls=False)
+    assert result.content == f"Hi {CALL}"
+    assert result.reasoning == "r"
+    assert result.tool_calls == []
+
+
+def test_held_back_tag_start_is_flushed_at_the_end() -> None:
+    for tail in ["<", "<tool_", "</think", "<|im", "`", "``"]:
+        assert parse_every_way(f"ends with {tail}", TOOLS).content == f"ends with {tail}"
+
+
+def test_stray_closing_tags_are_dropped() -> None:
+    assert parse_every_way("Done.</tool_call>", TOOLS).content == "Done."
+    assert parse_every_way("Answer</think> here", TOOLS).content == "Answer here"

@@ -1,0 +1,158 @@
+"""Reading Qwen3-Coder XML call bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
+
+TYPED = {
+    "name": "typed",
+    "parameters": {
+        "type": "object",
+        "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+        "properties": {
+            "text": {"type": "string"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "flag": {"type": "boolean"},
+            "nothing": {"type": "null"},
+            "obj": {"type": "object"},
+            "items": {"type": "array", "items": {"type": "string"}},
+            "maybe_int": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "int_or_text": {"type": ["integer", "string"]},
+            "choice": {"enum": [1, 2, 3]},
+            "point": {"$ref": "#/$defs/Point"},
+            "anything": {},
+        },
+    },
+}
+TOOLS = [WEATHER, WRITE_FILE, TYPED]
+
+
+def xml_call(function: str, *params: tuple[str, str], wrapped: bool = True) -> str:
+    body = "".join(f"<parameter={name}>\n{value}\n</parameter>\n" for name, value in params)
+    call = f"<function={function}>\n{body}</function>"
+    return f"<tool_call>\n{call}\n</tool_call>" if wrapped else call
+
+
+def arguments_of(text: str) -> dict[str, Any]:
+    result = parse_every_way(text, TOOLS)
+    assert result.invalid_tool_calls == [], result.invalid_tool_calls
+    assert len(result.tool_calls) == 1
+    return result.tool_calls[0].arguments
+
+
+@pytest.mark.parametrize(
+    ("name", "written", "expected"),
+    [
+        ("text", "42", "42"),
+        ("count", "42", 42),
+        ("count", "-7", -7),
+        ("count", "3.0", 3),
+        ("count", "2026-01-15", "2026-01-15"),
+        ("ratio", "0.25", 0.25),
+        ("ratio", "3", 3),
+        ("flag", "true", True),
+        ("flag", "False", False),
+        ("nothing", "null", None),
+        ("obj", '{"a": [1, 2]}', {"a": [1, 2]}),
+        ("obj", "\"{'a': 1}\"", {"a": 1}),
+        ("obj", "{'a': True}", {"a": True}),
+        ("items", '["x", "y"]', ["x", "y"]),
+        ("maybe_int", "null", None),
+        ("maybe_int", "5", 5),
+        ("int_or_text", "5", "5"),
+        ("choice", "2", 2),
+        ("point", '{"x": 1}', {"x": 1}),
+        ("anything", "[1, 2]", [1, 2]),
+        ("anything", "plain words", "plain words"),
+        ("not_in_schema", "7", "7"),
+    ],
+)
+def test_values_are_converted_by_the_schema(name: str, written: str, expected: object) -> None:
+    assert arguments_of(xml_call("typed", (name, written))) == {name: expected}
+
+
+def test_one_leading_and_one_trailing_newline_are_stripped() -> None:
+    text = xml_call("write_file", ("content", "\nline\n"))
+    assert arguments_of(text) == {"content": "\nline\n"}
+    compact = (
+        "<tool_call><function=write_file><parameter=content>x</parameter></function></tool_call>"
+    )
+    assert arguments_of(compact) == {"content": "x"}
+
+
+def test_without_the_tool_call_wrapper() -> None:
+    result = parse_every_way(
+        "Checking.\n" + xml_call("get_weather", ("city", "Oslo"), wrapped=False) + "\nDone.", TOOLS
+    )
+    assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+    assert result.content == "Checking.\nDone."
+
+
+def test_missing_close_parameter_before_the_next_parameter() -> None:
+    text = (
+        "<tool_call><function=get_weather><parameter=city>\nRome\n"
+        "<parameter=unit>\ncelsius\n</parameter></function></tool_call>"
+    )
+    assert arguments_of(text) == {"city": "Rome", "unit": "celsius"}
+
+
+def test_missing_close_parameter_before_close_function() -> None:
+    text = "<tool_call><function=get_weather><parameter=city>\nRome\n</function></tool_call>"
+    assert arguments_of(text) == {"city": "Rome"}
+
+
+def test_literal_close_parameter_inside_a_value() -> None:
+    content = "a </parameter> b\n</parameter>\nnot a param\n<parameter=unknown>\nz"
+    text = xml_call("write_file", ("path", "f.txt"), ("content", content))
+    assert arguments_of(text) == {"path": "f.txt", "content": content}
+
+
+def test_call_written_as_text_inside_a_value_stays_text() -> None:
+    inner = xml_call("write_file", ("path", "inner.txt"), ("content", "hello"))
+    text = xml_call("write_file", ("path", "outer.txt"), ("content", inner))
+    assert arguments_of(text) == {"path": "outer.txt", "content": inner}
+
+
+def test_unknown_parameter_at_a_boundary_is_kept_as_a_string() -> None:
+    assert arguments_of(xml_call("get_weather", ("country", "FR"), ("city", "Lyon"))) == {
+        "country": "FR",
+        "city": "Lyon",
+    }
+
+
+def test_several_functions_in_one_block_and_several_blocks() -> None:
+    text = (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nA\n</parameter>\n</function>\n"
+        "<function=get_weather>\n<parameter=city>\nB\n</parameter>\n</function>\n</tool_call>\n"
+        + xml_call("get_weather", ("city", "C"))
+    )
+    result = parse_every_way(text, TOOLS)
+    assert [call.arguments for call in result.tool_calls] == [{"city": c} for c in "ABC"]
+
+
+def test_json_body_inside_function() -> None:
+    assert arguments_of(
+        '<tool_call><function=get_weather>\n{"city": "Kyiv"}\n</function></tool_call>'
+    ) == {"city": "Kyiv"}
+    assert arguments_of('<function=get_weather>{"city": "Kyiv"}</function>') == {"city": "Kyiv"}
+    assert arguments_of('<function name="get_weather">{"city": "Kyiv"}</function>') == {
+        "city": "Kyiv"
+    }
+
+
+def test_no_parameters() -> None:
+    assert arguments_of("<tool_call>\n<function=get_weather>\n</function>\n</tool_call>") == {}
+
+
+def test_unknown_tool_keeps_values_as_strings() -> None:
+    assert arguments_of(xml_call("lookup", ("n", "5"), ("q", "x"))) == {"n": "5", "q": "x"}
+
+
+def test_multiline_string_values_keep_inner_newlines_and_markup() -> None:
+    code = 'def f():\n    return "<b>" + x  # </parameter'
+    assert arguments_of(xml_call("write_file", ("content", code))) == {"content": code}

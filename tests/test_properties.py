@@ -1,0 +1,228 @@
+"""The parser's invariants as properties over generated model output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hermes_tools import ParseResult
+from parser_helpers import check_event_contract, coalesce, run
+
+TOOLS = [
+    {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        },
+    },
+    {
+        "name": "write_file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        },
+    },
+]
+
+# Pieces that exercise every state and every tag, glued in any order.
+FRAGMENTS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tools>",
+    "</tools>",
+    "<think>",
+    "</think>",
+    "<function=get_weather>",
+    '<function name="write_file">',
+    "</function>",
+    "<parameter=city>",
+    "<parameter=content>",
+    "<parameter=days>",
+    "</parameter>",
+    "<parameter=city",
+    '{"name": "get_weather", "arguments": {"city": "',
+    '{"arguments": {"path": "a", "content": "',
+    '"}}',
+    '", "name": "write_file"}',
+    '{"type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": 1}"}}',
+    "{'name': 'get_weather', 'arguments': {'city': True,}}",
+    "[{",
+    "}]",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "\\",
+    "\\u00e9",
+    "\\ud83d",
+    ":",
+    ",",
+    "`",
+    "```",
+    "```json\n",
+    "\n",
+    "  ",
+    "\t",
+    "<",
+    ">",
+    "</",
+    "<|im_end|>",
+    "<|im",
+    "True",
+    "null",
+    "42",
+    "-1.5e3",
+    "hello",
+    "Paris",
+    "é☀️",
+]
+
+model_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=40).map(
+    "".join
+)
+noisy_text = st.text(alphabet=st.sampled_from(list("<>{}[]\"'`\\/=:,|\n tool_call"))) | st.text()
+
+
+def _splits(text: str) -> st.SearchStrategy[list[int]]:
+    if len(text) < 2:
+        return st.just([])
+    return st.lists(st.integers(1, len(text) - 1), max_size=12, unique=True).map(sorted)
+
+
+@st.composite
+def text_and_cuts(draw: st.DrawFn, texts: st.SearchStrategy[str]) -> tuple[str, list[int]]:
+    text = draw(texts)
+    return text, draw(_splits(text))
+
+
+fast = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@fast
+@given(text_and_cuts(noisy_text))
+def test_never_raises_on_any_text(case: tuple[str, list[int]]) -> None:
+    text, cuts = case
+    run(text, TOOLS, cuts)
+    run(text, None, cuts, think_open=True)
+
+
+@fast
+@given(text_and_cuts(model_text))
+def test_chunk_invariance(case: tuple[str, list[int]]) -> None:
+    text, cuts = case
+    whole_result, whole_events = run(text, TOOLS)
+    result, events = run(text, TOOLS, cuts)
+    assert result == whole_result
+    assert coalesce(events) == coalesce(whole_events)
+    one_by_one = run(text, TOOLS, list(range(1, len(text))))
+    assert one_by_one[0] == whole_result
+
+
+@fast
+@given(text_and_cuts(model_text), st.booleans())
+def test_event_contract_and_streamed_arguments(case: tuple[str, list[int]], think: bool) -> None:
+    text, cuts = case
+    result, events = run(text, TOOLS, cuts, think_open=think)
+    check_event_contract(events)
+    ends = [event for event in events if type(event).__name__ == "ToolCallEnd"]
+    assert len(ends) == len(result.tool_calls) + len(result.invalid_tool_calls)
+
+
+# -- nothing lost ---------------------------------------------------------------------------
+# Well-formed and broken outputs built from segments; every segment carries unique marker
+# words `m<N>x` (no marker is a substring of another), and each must end up in exactly one
+# place: the content, the reasoning, a call, or an invalid call's raw text.
+
+
+@st.composite
+def segments(draw: st.DrawFn) -> tuple[str, list[str]]:
+    counter = iter(range(10_000))
+    markers: list[str] = []
+
+    def marker() -> str:
+        word = f"m{next(counter)}x"
+        markers.append(word)
+        return word
+
+    def words() -> str:
+        return " ".join(marker() for _ in range(draw(st.integers(1, 3))))
+
+    pieces = []
+    for kind in draw(st.lists(st.sampled_from(SEGMENT_KINDS), min_size=1, max_size=8)):
+        if kind == "prose":
+            pieces.append(words() + draw(st.sampled_from(["", "\n", " ", "\n\n"])))
+        elif kind == "think":
+            pieces.append(f"<think>\n{words()}\n</think>\n")
+        elif kind == "draft":
+            value = marker()
+            pieces.append(
+                f'<think>{words()} <tool_call>{{"name": "get_weather", "arguments": '
+                f'{{"city": "{value}"}}}}</tool_call> {words()}</think>'
+            )
+        elif kind == "json_call":
+            pieces.append(
+                f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "{words()}",'
+                f' "{marker()}": [1, "{marker()}"]}}}}\n</tool_call>\n'
+            )
+        elif kind == "xml_call":
+            pieces.append(
+                f"<tool_call>\n<function=write_file>\n<parameter=path>\n{marker()}\n</parameter>"
+                f"\n<parameter=content>\n{words()}\n</parameter>\n</function>\n</tool_call>\n"
+            )
+        elif kind == "broken_call":
+            pieces.append(
+                f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": {words()}'
+                f"\n</tool_call>\n"
+            )
+        elif kind == "junk_call":
+            pieces.append(f"<tool_call>{words()}</tool_call>")
+        elif kind == "inline_code":
+            pieces.append(f"`<tool_call>{marker()}</tool_call>` ")
+        elif kind == "fence":
+            pieces.append(f'\n```\n<tool_call>{{"name": "{marker()}"}}</tool_call>\n```\n')
+        elif kind == "end_token":
+            pieces.append("<|im_end|>")
+    if draw(st.booleans()):
+        pieces.append(f'\n{{"name": "get_weather", "arguments": {{"city": "{marker()}"}}}}')
+    return "".join(pieces), markers
+
+
+SEGMENT_KINDS = [
+    "prose",
+    "think",
+    "draft",
+    "json_call",
+    "xml_call",
+    "broken_call",
+    "junk_call",
+    "inline_code",
+    "fence",
+    "end_token",
+]
+
+
+def _places(result: ParseResult) -> list[str]:
+    places = [result.content, result.reasoning or ""]
+    for call in result.tool_calls:
+        places.append(call.name + json.dumps(call.arguments, ensure_ascii=False))
+    for invalid in result.invalid_tool_calls:
+        places.append(invalid.arguments)
+    return places
+
+
+@fast
+@given(segments(), st.data())
+def test_nothing_lost(case: tuple[str, list[str]], data: Any) -> None:
+    text, markers = case
+    cuts = data.draw(_splits(text))
+    result, _ = run(text, TOOLS, cuts)
+    places = _places(result)
+    for word in markers:
+        found = sum(place.count(word) for place in places)
+        assert found == 1, f"{word} found {found} times in {places}"
