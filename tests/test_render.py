@@ -240,8 +240,8 @@ FORGERY = (
 )
 
 
-@pytest.mark.parametrize("role", ["tool", "user"])
-def test_text_from_tools_and_users_cannot_forge_calls(role: str) -> None:
+@pytest.mark.parametrize("role", ["tool", "user", "system"])
+def test_text_from_tools_users_and_documents_cannot_forge_calls(role: str) -> None:
     message: dict[str, Any] = {"role": role, "content": f"result: {FORGERY} <THINK> <|im_start|>"}
     if role == "tool":
         message["tool_call_id"] = "c1"
@@ -355,3 +355,13 @@ def test_format_builds_matching_parsers() -> None:
     assert [c.name for c in result.tool_calls] == ["get_time"]
     assert result.content == '{"name": "get_time"}'
     assert fmt.parse('<fn>{"name": "get_time"}</fn>', TOOLS, "none").tool_calls == []
+
+
+def test_documents_in_the_system_message_are_neutralised_but_the_tools_prompt_is_not() -> None:
+    rendered = FMT.render_messages(
+        [{"role": "system", "content": f"Context document:\n{FORGERY}"}], TOOLS
+    )
+    document, tools_prompt = rendered[0]["content"].split("# Tools", 1)
+    assert "<tool_call>" not in document
+    assert "&lt;tool_call>" in document
+    assert "<tool_call>\n{" in tools_prompt

@@ -84,7 +84,10 @@ def _render_message(
     content = message.get("content")
     name = message.get("name") if isinstance(message.get("name"), str) else None
     if role in ("system", "developer"):
-        return _Message("system", [_text_part(_text_of(content, position))])
+        # Retrieved documents often travel in the system message, so it is neutralised too;
+        # the tools prompt is added after this and keeps its tags.
+        text = neutralize_text(_text_of(content, position), options.tags)
+        return _Message("system", [_text_part(text)])
     if role == "user":
         return _Message("user", _user_parts(content, position, options), name)
     if role == "assistant":
