@@ -17,3 +17,7 @@ class FormatOptionError(HermesToolsError, ValueError):
 
 class MessageFormatError(HermesToolsError, ValueError):
     """A conversation message the caller passed is not in a shape that can be rendered."""
+
+
+class WrongTypeError(HermesToolsError, TypeError):
+    """An argument of the wrong type (a client, a message, ...)."""

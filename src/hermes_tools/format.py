@@ -79,7 +79,7 @@ class HermesFormat:
 
     def system_prompt(
         self,
-        tools: Iterable[object],
+        tools: Iterable[object] | Toolbox,
         tool_choice: object = None,
         parallel_tool_calls: bool | None = None,
     ) -> str:
@@ -92,7 +92,7 @@ class HermesFormat:
     def render_messages(
         self,
         messages: Iterable[object],
-        tools: Iterable[object] | None = None,
+        tools: Iterable[object] | Toolbox | None = None,
         tool_choice: object = None,
         parallel_tool_calls: bool | None = None,
     ) -> list[dict[str, Any]]:
@@ -130,7 +130,7 @@ class HermesFormat:
 
     def stream_parser(
         self,
-        tools: Iterable[object] | None = None,
+        tools: Iterable[object] | Toolbox | None = None,
         tool_choice: object = None,
         *,
         call_id: Callable[[], str] = new_call_id,
@@ -148,7 +148,7 @@ class HermesFormat:
         )
 
     def parse(
-        self, text: str, tools: Iterable[object] | None = None, tool_choice: object = None
+        self, text: str, tools: Iterable[object] | Toolbox | None = None, tool_choice: object = None
     ) -> ParseResult:
         parser = self.stream_parser(tools, tool_choice)
         parser.feed(text)

@@ -51,6 +51,8 @@ class ToolChoice:
 
 def tool_choice(value: object, tools: Sequence[ToolSpec]) -> ToolChoice:
     """Read an OpenAI `tool_choice` (or a bare tool name)."""
+    if isinstance(value, ToolChoice):
+        return value
     if value is None or value == "auto":
         return ToolChoice()
     if value == "none":

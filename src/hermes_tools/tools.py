@@ -88,8 +88,10 @@ class Toolbox:
 
     __slots__ = ("_by_folded_name", "_by_name", "specs")
 
-    def __init__(self, tools: Iterable[object] | None = None) -> None:
-        self.specs = tool_specs(tools)
+    def __init__(self, tools: Iterable[object] | Toolbox | None = None) -> None:
+        self.specs: tuple[ToolSpec, ...] = (
+            tools.specs if isinstance(tools, Toolbox) else tool_specs(tools)
+        )
         self._by_name = {spec.name: spec for spec in self.specs}
         folded: dict[str, list[str]] = {}
         for spec in self.specs:

@@ -1,0 +1,39 @@
+"""Fixtures: the scripted OpenAI-compatible server on 127.0.0.1 and clients pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from openai import AsyncOpenAI, OpenAI
+
+from scripted_server import ScriptedServer
+
+
+@pytest.fixture(scope="session")
+def running_server() -> Iterator[ScriptedServer]:
+    server = ScriptedServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server(running_server: ScriptedServer) -> Iterator[ScriptedServer]:
+    """The server, reset for this test; every scripted reply must be used by the end."""
+    running_server.reset()
+    yield running_server
+    unused = running_server.unused
+    running_server.reset()
+    assert not unused, f"scripted replies were never requested: {unused}"
+
+
+@pytest.fixture
+def openai_client(server: ScriptedServer) -> Iterator[OpenAI]:
+    with OpenAI(base_url=server.base_url, api_key="test-key", max_retries=0) as client:
+        yield client
+
+
+@pytest.fixture
+async def async_openai_client(server: ScriptedServer) -> AsyncIterator[AsyncOpenAI]:
+    async with AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0) as client:
+        yield client

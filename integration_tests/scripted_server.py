@@ -1,0 +1,330 @@
+"""An OpenAI-compatible chat completions server on 127.0.0.1 that plays scripted replies.
+
+It speaks the wire protocol the way vLLM and Ollama do: JSON completions, or Server-Sent
+Events over chunked HTTP/1.1 (`data: {...}` events, a first chunk with the role, a last chunk
+with the finish reason, a usage chunk when `stream_options.include_usage` is set, then
+`data: [DONE]`). Each test scripts the replies, chooses how the text is cut into chunks, and
+can make the server fail: an HTTP error status, a connection cut mid-stream, a slow first byte.
+Every request body and its headers are recorded.
+
+    uv run python integration_tests/scripted_server.py --port 8000 --reply "Hello"
+
+serves one fixed reply forever, for trying the cookbook by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer.
+
+    - `chunks`: for streaming, the size of each content chunk: an int for fixed sizes, a list
+      of sizes (the rest of the text goes in one last chunk), or None for 4 characters.
+    - `reasoning`: sent separately as `reasoning_content`, as DeepSeek and vLLM's reasoning
+      parsers do.
+    - `tool_calls`: native calls, as a server with its own tool parser would send them.
+    - `status`: an HTTP error status to answer with instead (500, 429, ...).
+    - `cut_after`: while streaming, drop the connection after this many chunks.
+    - `end_early_after`: while streaming, end the stream cleanly after this many chunks,
+      without a finish reason or `[DONE]`.
+    - `delay`: seconds to wait before the first byte.
+    - `match`: only for requests whose last user message contains this text.
+    """
+
+    text: str = ""
+    chunks: int | Sequence[int] | None = None
+    reasoning: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    finish_reason: str = "stop"
+    usage: tuple[int, int] = (20, 10)
+    status: int = 200
+    cut_after: int | None = None
+    end_early_after: int | None = None
+    delay: float = 0.0
+    match: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class ScriptedServer:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._queue: list[Reply] = []
+        self._keyed: list[Reply] = []
+        self.fallback: Reply | None = None
+        self.requests: list[Recorded] = []
+        self._ids = itertools.count(1)
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self._http = _HTTPServer((host, port), handler)
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._keyed.clear()
+            self.requests.clear()
+            self.fallback = None
+
+    def script(self, *replies: Reply | str) -> None:
+        """Queue replies; keyed ones (with `match`) answer matching requests in any order."""
+        with self._lock:
+            for reply in replies:
+                reply = Reply(reply) if isinstance(reply, str) else reply
+                (self._keyed if reply.match else self._queue).append(reply)
+
+    @property
+    def unused(self) -> list[Reply]:
+        with self._lock:
+            return self._queue + self._keyed
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [request.body for request in self.requests if request.path.endswith("/completions")]
+
+    def _take(self, body: dict[str, Any], recorded: Recorded) -> Reply:
+        last_user = _last_user_text(body)
+        with self._lock:
+            self.requests.append(recorded)
+            for position, reply in enumerate(self._keyed):
+                if reply.match is not None and reply.match in last_user:
+                    return self._keyed.pop(position)
+            if self._queue:
+                return self._queue.pop(0)
+            if self.fallback is not None:
+                return self.fallback
+        return Reply(text="no scripted reply left for this request", status=500)
+
+    def next_id(self) -> str:
+        return f"chatcmpl-test{next(self._ids)}"
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(str(part.get("text", "")) for part in content)
+            return str(content)
+    return ""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    # The default listen backlog (5) drops connections when many clients arrive at once.
+    request_queue_size = 512
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client closing an idle keep-alive connection is normal, not an error.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_state: ScriptedServer
+
+    def setup(self) -> None:
+        super().setup()
+        # As real servers do: without it, headers and body in separate writes wait ~40 ms
+        # for a delayed ACK.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request"}})
+            return
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        reply = self.server_state._take(body, Recorded(self.path, headers, body))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._answer(body, reply)  # the client may give up (a timeout test)
+
+    def _answer(self, body: dict[str, Any], reply: Reply) -> None:
+        if reply.delay:
+            time.sleep(reply.delay)
+        if not self.path.endswith("/chat/completions"):
+            self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+            return
+        if reply.status != 200:
+            kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
+            payload = {"error": {"message": reply.text or "scripted failure", "type": kind}}
+            self._json(reply.status, payload, reply.headers)
+            return
+        completion_id = self.server_state.next_id()
+        model = str(body.get("model") or "scripted")
+        if body.get("stream"):
+            self._stream(completion_id, model, body, reply)
+        else:
+            self._json(200, _completion(completion_id, model, reply), reply.headers)
+
+    def _json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, completion_id: str, model: str, body: dict[str, Any], reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        for sent, event in enumerate(_events(completion_id, model, reply, include_usage)):
+            if reply.cut_after is not None and sent >= reply.cut_after:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if reply.end_early_after is not None and sent >= reply.end_early_after:
+                break
+            self._chunk(f"data: {event}\n\n".encode())
+        self._chunk(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    prompt, completion = reply.usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _completion(completion_id: str, model: str, reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": 1_760_000_000,
+        "model": model,
+        "system_fingerprint": "fp_scripted",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}
+        ],
+        "usage": _usage(reply),
+    }
+
+
+def _pieces(text: str, chunks: int | Sequence[int] | None) -> Iterator[str]:
+    if isinstance(chunks, int) or chunks is None:
+        size = chunks or 4
+        for start in range(0, len(text), size):
+            yield text[start : start + size]
+        return
+    position = 0
+    for size in chunks:
+        if position >= len(text):
+            return
+        yield text[position : position + size]
+        position += size
+    if position < len(text):
+        yield text[position:]
+
+
+def _events(completion_id: str, model: str, reply: Reply, include_usage: bool) -> Iterator[str]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        payload = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": 1_760_000_000,
+            "model": model,
+            "system_fingerprint": "fp_scripted",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        return json.dumps(payload)
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.reasoning or "", reply.chunks):
+        yield chunk({"reasoning_content": piece})
+    for piece in _pieces(reply.text, reply.chunks):
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.tool_calls or []):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, reply.finish_reason)
+    if include_usage:
+        yield json.dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": 1_760_000_000,
+                "model": model,
+                "choices": [],
+                "usage": _usage(reply),
+            }
+        )
+    yield "[DONE]"
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description="Serve one scripted reply forever.")
+    options.add_argument("--port", type=int, default=8000)
+    options.add_argument("--reply", default="Hello from the scripted server.")
+    args = options.parse_args()
+    server = ScriptedServer(port=args.port)
+    server.fallback = Reply(args.reply)
+    print(f"serving on {server.base_url}", flush=True)
+    server._http.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

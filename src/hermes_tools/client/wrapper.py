@@ -1,0 +1,280 @@
+"""`wrap(client)`: an `openai` client whose chat completions speak the native tools API.
+
+Only `chat.completions.create` changes; every other attribute is the wrapped client's own. The
+drivers here move data between a `CompletionSession` and the SDK, so the SDK's retries,
+timeouts and exceptions are exactly the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
+from typing import Any, Generic, TypeVar, overload
+
+from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from hermes_tools.client.session import CompletionSession, needs_session
+from hermes_tools.errors import FormatOptionError, HermesToolsError, WrongTypeError
+from hermes_tools.format import HermesFormat
+
+ClientT = TypeVar("ClientT", OpenAI, AsyncOpenAI)
+
+_UNSUPPORTED = {
+    "parse": "chat.completions.parse",
+    "stream": "chat.completions.stream",
+    "with_raw_response": "chat.completions.with_raw_response",
+    "with_streaming_response": "chat.completions.with_streaming_response",
+}
+
+
+class UnsupportedFeatureError(HermesToolsError, AttributeError):
+    """A part of the SDK that would bypass the tool rewriting."""
+
+
+class _Wrapper(Generic[ClientT]):
+    def __init__(self, client: ClientT, fmt: HermesFormat, repair_attempts: int) -> None:
+        self._client: ClientT = client
+        self._format = fmt
+        self._repair_attempts = repair_attempts
+
+    @property
+    def wrapped(self) -> ClientT:
+        """The client underneath, for anything that must bypass hermes-tools."""
+        return self._client
+
+    @property
+    def format(self) -> HermesFormat:
+        return self._format
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _session(self, kwargs: dict[str, Any]) -> CompletionSession:
+        return CompletionSession(kwargs, self._format, self._repair_attempts)
+
+
+class _Namespace:
+    """`client.chat` and `client.chat.completions`: our `create`, the rest delegated."""
+
+    def __init__(self, target: Any, create: Callable[..., Any] | None = None, **children: Any):
+        self._target = target
+        self._children = children
+        if create is not None:
+            self.create = create
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._children:
+            return self._children[name]
+        if name in _UNSUPPORTED and "create" in self.__dict__:
+            raise UnsupportedFeatureError(
+                f"{_UNSUPPORTED[name]} is not available on a hermes-tools client; use "
+                "chat.completions.create (with stream=True for streaming), or the wrapped "
+                "client (.wrapped) to bypass tool rewriting."
+            )
+        return getattr(self._target, name)
+
+
+class HermesOpenAI(_Wrapper[OpenAI]):
+    """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
+
+    def __init__(self, client: OpenAI, fmt: HermesFormat, repair_attempts: int) -> None:
+        super().__init__(client, fmt, repair_attempts)
+        completions = _Namespace(client.chat.completions, create=self._create)
+        self.chat = _Namespace(client.chat, completions=completions)
+
+    def with_options(self, **options: Any) -> HermesOpenAI:
+        return HermesOpenAI(
+            self._client.with_options(**options), self._format, self._repair_attempts
+        )
+
+    copy = with_options
+
+    def _create(self, **kwargs: Any) -> ChatCompletion | HermesStream:
+        create = self._client.chat.completions.create
+        if not needs_session(kwargs):
+            return create(**kwargs)  # type: ignore[no-any-return]
+        session = self._session(kwargs)
+        if kwargs.get("stream") is True:
+            first: Stream[ChatCompletionChunk] = create(**session.request())
+            return HermesStream(session, first, lambda: create(**session.request()))
+        while session.completion(create(**session.request())):
+            pass
+        return session.result()
+
+
+class HermesStream:
+    """Iterates `ChatCompletionChunk`s like `openai.Stream`, repairs included."""
+
+    def __init__(
+        self,
+        session: CompletionSession,
+        first: Stream[ChatCompletionChunk],
+        again: Callable[[], Stream[ChatCompletionChunk]],
+    ) -> None:
+        self._session = session
+        self._upstream = first
+        self._again = again
+        self.response = first.response
+        self._iterator = self._chunks()
+
+    def _chunks(self) -> Iterator[ChatCompletionChunk]:
+        while True:
+            with self._upstream:
+                for chunk in self._upstream:
+                    yield from self._session.chunk(chunk)
+            last, ask_again = self._session.stream_ended()
+            yield from last
+            if not ask_again:
+                return
+            self._upstream = self._again()
+
+    def __iter__(self) -> Iterator[ChatCompletionChunk]:
+        return self._iterator
+
+    def __next__(self) -> ChatCompletionChunk:
+        return next(self._iterator)
+
+    def __enter__(self) -> HermesStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._upstream.close()
+
+
+class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
+    """An asynchronous `openai.AsyncOpenAI` whose chat completions accept tools anywhere."""
+
+    def __init__(self, client: AsyncOpenAI, fmt: HermesFormat, repair_attempts: int) -> None:
+        super().__init__(client, fmt, repair_attempts)
+        completions = _Namespace(client.chat.completions, create=self._create)
+        self.chat = _Namespace(client.chat, completions=completions)
+
+    def with_options(self, **options: Any) -> AsyncHermesOpenAI:
+        return AsyncHermesOpenAI(
+            self._client.with_options(**options), self._format, self._repair_attempts
+        )
+
+    copy = with_options
+
+    async def _create(self, **kwargs: Any) -> ChatCompletion | AsyncHermesStream:
+        create = self._client.chat.completions.create
+        if not needs_session(kwargs):
+            return await create(**kwargs)  # type: ignore[no-any-return]
+        session = self._session(kwargs)
+        if kwargs.get("stream") is True:
+            first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
+
+            async def again() -> AsyncStream[ChatCompletionChunk]:
+                return await create(**session.request())  # type: ignore[no-any-return]
+
+            return AsyncHermesStream(session, first, again)
+        while session.completion(await create(**session.request())):
+            pass
+        return session.result()
+
+
+class AsyncHermesStream:
+    """Iterates `ChatCompletionChunk`s like `openai.AsyncStream`, repairs included."""
+
+    def __init__(
+        self,
+        session: CompletionSession,
+        first: AsyncStream[ChatCompletionChunk],
+        again: Callable[[], Any],
+    ) -> None:
+        self._session = session
+        self._upstream = first
+        self._again = again
+        self.response = first.response
+        self._iterator = self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[ChatCompletionChunk]:
+        while True:
+            async with self._upstream:
+                async for chunk in self._upstream:
+                    for out in self._session.chunk(chunk):
+                        yield out
+            last, ask_again = self._session.stream_ended()
+            for out in last:
+                yield out
+            if not ask_again:
+                return
+            self._upstream = await self._again()
+
+    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
+        return self._iterator
+
+    async def __anext__(self) -> ChatCompletionChunk:
+        return await self._iterator.__anext__()
+
+    async def __aenter__(self) -> AsyncHermesStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._upstream.close()
+
+
+@overload
+def wrap(
+    client: OpenAI,
+    format: HermesFormat | None = ...,
+    *,
+    repair_attempts: int = ...,
+    **format_options: Any,
+) -> HermesOpenAI: ...
+@overload
+def wrap(
+    client: AsyncOpenAI,
+    format: HermesFormat | None = ...,
+    *,
+    repair_attempts: int = ...,
+    **format_options: Any,
+) -> AsyncHermesOpenAI: ...
+
+
+def wrap(
+    client: OpenAI | AsyncOpenAI,
+    format: HermesFormat | None = None,
+    *,
+    repair_attempts: int = 1,
+    **format_options: Any,
+) -> HermesOpenAI | AsyncHermesOpenAI:
+    """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
+
+    Pass a `HermesFormat`, or its options as keywords (`syntax="qwen3_coder"`, ...).
+    `repair_attempts` (default 1, 0 disables) is how many times to ask again when a reply's
+    calls are all unusable or a required call is missing.
+    """
+    if format is not None and format_options:
+        raise FormatOptionError(
+            "Pass either a HermesFormat or format options as keywords, not both."
+        )
+    if not isinstance(repair_attempts, int) or repair_attempts < 0:
+        raise FormatOptionError(
+            f"repair_attempts must be an int >= 0 (0 disables repair), not {repair_attempts!r}."
+        )
+    fmt = format if format is not None else HermesFormat(**format_options)
+    if isinstance(client, AsyncOpenAI):
+        return AsyncHermesOpenAI(client, fmt, repair_attempts)
+    if isinstance(client, OpenAI):
+        return HermesOpenAI(client, fmt, repair_attempts)
+    raise WrongTypeError(
+        f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
+    )
