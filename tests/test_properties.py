@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_tools import ParseResult
@@ -101,10 +101,6 @@ def text_and_cuts(draw: st.DrawFn, texts: st.SearchStrategy[str]) -> tuple[str, 
     return text, draw(_splits(text))
 
 
-fast = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@fast
 @given(text_and_cuts(noisy_text))
 def test_never_raises_on_any_text(case: tuple[str, list[int]]) -> None:
     text, cuts = case
@@ -112,7 +108,6 @@ def test_never_raises_on_any_text(case: tuple[str, list[int]]) -> None:
     run(text, None, cuts, think_open=True)
 
 
-@fast
 @given(text_and_cuts(model_text))
 def test_chunk_invariance(case: tuple[str, list[int]]) -> None:
     text, cuts = case
@@ -124,7 +119,6 @@ def test_chunk_invariance(case: tuple[str, list[int]]) -> None:
     assert one_by_one[0] == whole_result
 
 
-@fast
 @given(text_and_cuts(model_text), st.booleans())
 def test_event_contract_and_streamed_arguments(case: tuple[str, list[int]], think: bool) -> None:
     text, cuts = case
@@ -216,7 +210,6 @@ def _places(result: ParseResult) -> list[str]:
     return places
 
 
-@fast
 @given(segments(), st.data())
 def test_nothing_lost(case: tuple[str, list[str]], data: Any) -> None:
     text, markers = case
