@@ -1,4 +1,4 @@
-"""Hypothesis profiles: `default` for every run, `long` (HYPOTHESIS_PROFILE=long) for deep fuzzing."""
+"""Hypothesis profiles: `default` for every run, `long` (HYPOTHESIS_PROFILE=long) to dig."""
 
 from __future__ import annotations
 
