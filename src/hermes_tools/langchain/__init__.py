@@ -1,0 +1,16 @@
+"""LangChain adapter: `ChatHermes`, a chat model with tool calling for non-tool endpoints.
+
+Needs the `langchain` extra: `pip install "hermes-tools[langchain]"`.
+"""
+
+try:
+    import langchain_core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "hermes_tools.langchain needs LangChain: pip install 'hermes-tools[langchain]'"
+    ) from exc
+
+from hermes_tools.langchain.chat_model import ChatHermes, openai_tool_choice
+from hermes_tools.langchain.convert import ChunkTranslator, to_openai_messages
+
+__all__ = ["ChatHermes", "ChunkTranslator", "openai_tool_choice", "to_openai_messages"]
