@@ -141,6 +141,7 @@ class JsonCallReader:
         self._failure: tuple[str, int] | None = None  # error, absolute start of the bad text
         self._repairable = True
         self._replay_raw: str | None = None
+        self._closing_at: int | None = None  # where an end tag closed what the model left open
         self._reset_routing()
 
     def _reset_routing(self) -> None:
@@ -192,7 +193,11 @@ class JsonCallReader:
                 lexer.finish_word()
                 self.rejected = not lexer.done
                 return
-            complete = lexer.close_open_containers() if cut_end_tag else self._finish_lexer()
+            if cut_end_tag:
+                self._closing_at = len(self._raw) - len(rest)
+                complete = lexer.close_open_containers()
+            else:
+                complete = self._finish_lexer()
             self._flush_args()
             if not complete:
                 self._abandon_open_call(
@@ -270,6 +275,7 @@ class JsonCallReader:
         if isinstance(found, NeedMore):
             return pos
         if isinstance(found, tuple) and found[0] == "end":
+            self._closing_at = self._abs(pos)
             complete = lexer.close_open_containers()
             self._flush_args()
             if not complete:
@@ -513,7 +519,7 @@ class JsonCallReader:
             call.extras.end_container()
             default = call.extras.value()
         assert self._lexer is not None
-        end = self._abs(self._lexer.at + 1)
+        end = self._closing_at if self._closing_at is not None else self._abs(self._lexer.at + 1)
         replay_raw = self._replay_raw
 
         def raw() -> str:
