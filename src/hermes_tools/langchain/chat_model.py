@@ -210,6 +210,19 @@ class ChatHermes(BaseChatModel):
             self._async_client = wrap(raw, self._format, repair_attempts=self.repair_attempts)
         return self._async_client
 
+    def close(self) -> None:
+        """Close the HTTP clients this model built (they are rebuilt if used again)."""
+        if self._client is not None:
+            self._client.wrapped.close()
+            self._client = None
+
+    async def aclose(self) -> None:
+        """Close both HTTP clients; call it from the event loop the model was used in."""
+        self.close()
+        if self._async_client is not None:
+            await self._async_client.wrapped.close()
+            self._async_client = None
+
     def _request(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> tuple[dict[str, Any], ChunkTranslator]:
