@@ -11,13 +11,8 @@ and prints its steps as they stream: reasoning, text, each tool call and each re
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import operator
-import os
-import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -25,86 +20,27 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
+import common
+from common import DEFAULT_BASE_URL, DEFAULT_MODEL, NOTHING_ANSWERS, calculate, endpoint_answers
 from hermes_tools.langchain import ChatHermes
 
-REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_QUESTION = (
     "Which Python files in this repository define a class whose name starts with 'Hermes'? "
     "Count them, then multiply that count by 7."
 )
-NOTHING_ANSWERS = """\
-Nothing answered at {base_url}.
-
-This agent needs an OpenAI-compatible chat endpoint. Start one, or point at one, then run it
-again with OPENAI_BASE_URL and HERMES_MODEL set (or --base-url and --model):
-
-  Ollama      ollama serve; ollama pull qwen2.5:7b
-              OPENAI_BASE_URL=http://localhost:11434/v1 HERMES_MODEL=qwen2.5:7b
-  vLLM        vllm serve Qwen/Qwen2.5-7B-Instruct
-              OPENAI_BASE_URL=http://localhost:8000/v1 HERMES_MODEL=Qwen/Qwen2.5-7B-Instruct
-  llama.cpp   llama-server -m model.gguf --port 8080
-              OPENAI_BASE_URL=http://localhost:8080/v1 HERMES_MODEL=any
-  LM Studio   start its local server
-              OPENAI_BASE_URL=http://localhost:1234/v1 HERMES_MODEL=<the loaded model>
-  DeepSeek    OPENAI_BASE_URL=https://api.deepseek.com/v1 HERMES_MODEL=deepseek-reasoner
-              OPENAI_API_KEY=<your key>
-  OpenRouter  OPENAI_BASE_URL=https://openrouter.ai/api/v1 HERMES_MODEL=<model id>
-              OPENAI_API_KEY=<your key>"""
-
-_OPERATORS: dict[type, Any] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-}
-
-
-def _evaluate(node: ast.AST) -> float:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right))  # type: ignore[no-any-return]
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.operand))  # type: ignore[no-any-return]
-    raise ValueError("only numbers and + - * / // % ** are allowed")
 
 
 @tool
 def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
-    try:
-        return str(_evaluate(ast.parse(expression, mode="eval")))
-    except (SyntaxError, ValueError, ZeroDivisionError) as exc:
-        return f"error: {exc}"
+    return calculate(expression)
 
 
 @tool
 def search_files(pattern: str, glob: str = "**/*.py") -> str:
     """Search this repository's files for a regular expression; returns matching lines as
     'path:line: text' (at most 30)."""
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        return f"error: bad pattern: {exc}"
-    matches = []
-    for path in sorted(REPOSITORY.glob(glob)):
-        if any(part.startswith(".") for part in path.relative_to(REPOSITORY).parts):
-            continue
-        if not path.is_file():
-            continue
-        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if regex.search(line):
-                matches.append(f"{path.relative_to(REPOSITORY)}:{number}: {line.strip()}")
-                if len(matches) == 30:
-                    return "\n".join(matches) + "\n(more matches not shown)"
-    return "\n".join(matches) or "no matches"
+    return common.search_files(pattern, glob)
 
 
 def main() -> int:
@@ -112,10 +48,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument(
-        "--base-url", default=os.environ.get("OPENAI_BASE_URL", "http://localhost:11434/v1")
-    )
-    parser.add_argument("--model", default=os.environ.get("HERMES_MODEL", "qwen2.5:7b"))
+    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
     parser.add_argument(
         "--syntax",
         choices=("json", "qwen3_coder"),
@@ -155,25 +89,6 @@ def main() -> int:
         print(f"The endpoint at {args.base_url} answered with an error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def endpoint_answers(base_url: str) -> bool:
-    """A quick look before the agent starts: is anything listening there?"""
-    probe = openai.OpenAI(
-        base_url=base_url,
-        api_key=os.environ.get("OPENAI_API_KEY", "none"),
-        max_retries=0,
-        timeout=10,
-    )
-    try:
-        probe.models.list()
-    except openai.APIConnectionError:
-        return False
-    except openai.APIStatusError:
-        pass  # something answered, even if it has no model list
-    finally:
-        probe.close()
-    return True
 
 
 def run(agent: Any, question: str) -> None:

@@ -65,3 +65,37 @@ def test_langgraph_agent_help() -> None:
     assert done.returncode == 0
     assert "OPENAI_BASE_URL" in done.stdout
     assert "--model" in done.stdout
+
+
+def test_llamaindex_agent(server: ScriptedServer) -> None:
+    server.script(
+        Reply(
+            '<tool_call>\n{"name": "project_documents", "arguments": {"input": "supported frameworks"}}'
+            "\n</tool_call>",
+            chunks=4,
+        ),
+        "LangChain, LangGraph and LlamaIndex.",  # the document query engine's own answer
+        Reply(
+            "<think>Now the arithmetic.</think>"
+            '<tool_call>{"name": "calculator", "arguments": {"expression": "12 * 12"}}</tool_call>',
+            chunks=4,
+        ),
+        Reply("It supports LangChain, LangGraph and LlamaIndex; 12 * 12 = 144.", chunks=4),
+    )
+    done = run_script("llamaindex_agent.py", server.base_url)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "call project_documents({'input': 'supported frameworks'})" in out
+    assert "-> project_documents: LangChain, LangGraph and LlamaIndex." in out
+    assert "[thinking] Now the arithmetic." in out
+    assert "-> calculator: 144" in out
+    assert "12 * 12 = 144." in out
+    documents_request = str(server.bodies()[1]["messages"])
+    assert "hermes-tools" in documents_request  # the README went to the model as context
+
+
+def test_llamaindex_agent_explains_what_to_run_when_nothing_answers() -> None:
+    done = run_script("llamaindex_agent.py", "http://127.0.0.1:9/v1")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "Nothing answered at http://127.0.0.1:9/v1" in done.stderr

@@ -337,3 +337,22 @@ def test_wrap_rejects_what_it_cannot_use() -> None:
         hermes_tools.wrap(OpenAI(api_key="x"), repair_attempts=-1)
     with pytest.raises(ValueError, match="syntax"):
         hermes_tools.wrap(OpenAI(api_key="x"), syntax="yaml")
+
+
+def test_parse_without_tools_reads_the_reply_but_leaves_the_request(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client, parse_without_tools=True)
+    reply = '<think>Plain chat.</think>Hello.<tool_call>{"name": "x"}</tool_call><|im_end|>'
+    server.script(Reply(reply), Reply(reply, chunks=2))
+    messages = [{"role": "user", "content": "Say <tool_call> hello"}]
+    whole = client.chat.completions.create(model="m", messages=messages)
+    streamed = plain_accumulate(
+        list(client.chat.completions.create(model="m", messages=messages, stream=True))
+    )
+    assert server.bodies()[0] == {"model": "m", "messages": messages}
+    message = whole.choices[0].message
+    assert message.reasoning_content == "Plain chat."
+    assert message.content == streamed["content"] == 'Hello.<tool_call>{"name": "x"}</tool_call>'
+    assert message.tool_calls is None
+    assert streamed["tool_calls"] == {}

@@ -220,3 +220,15 @@ def test_streaming_yields_call_chunks_as_they_arrive(server: ScriptedServer, cha
     assert fragments[0]["index"] == 0
     assert len(fragments) > 4  # the arguments came in pieces
     assert {f["index"] for f in fragments} == {0, 1}
+
+
+async def test_plain_chat_without_tools_still_separates_reasoning(server: ScriptedServer) -> None:
+    model = ChatHermes(model="qwen-test", base_url=server.base_url)
+    server.script(
+        "<think>Simple.</think>Four.<|im_end|>", Reply("<think>Simple.</think>Four.", chunks=1)
+    )
+    for message in (model.invoke("2+2?"), summed(list(model.stream("2+2?")))):
+        assert message.content == "Four."
+        assert message.additional_kwargs["reasoning_content"] == "Simple."
+    assert all("tools" not in body and "<tools>" not in str(body) for body in server.bodies())
+    await model.aclose()

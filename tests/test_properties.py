@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_tools import ParseResult
+from hermes_tools.partial_json import partial_json
 from parser_helpers import check_event_contract, coalesce, run
 
 TOOLS = [
@@ -219,3 +220,39 @@ def test_nothing_lost(case: tuple[str, list[str]], data: Any) -> None:
     for word in markers:
         found = sum(place.count(word) for place in places)
         assert found == 1, f"{word} found {found} times in {places}"
+
+
+# -- partial JSON ---------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(st.dictionaries(st.text(max_size=5), json_values, max_size=4), st.data())
+def test_partial_json_never_invents_anything(value: dict[str, Any], data: Any) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+    cut = data.draw(st.integers(0, len(text)))
+    partial = partial_json(text[:cut])
+    assert partial_json(text) == value
+
+    def within(part: Any, whole: Any) -> bool:
+        if isinstance(part, dict):
+            return isinstance(whole, dict) and all(
+                k in whole and within(v, whole[k]) for k, v in part.items()
+            )
+        if isinstance(part, list):
+            return (
+                isinstance(whole, list)
+                and len(part) <= len(whole)
+                and all(map(within, part, whole))
+            )
+        if isinstance(part, str):
+            return isinstance(whole, str) and whole.startswith(part)
+        return part == whole
+
+    assert partial is None or within(partial, value)

@@ -31,8 +31,8 @@ def given(value: object) -> bool:
     return value is not None and not isinstance(value, (NotGiven, Omit))
 
 
-def needs_session(kwargs: Mapping[str, Any]) -> bool:
-    """Requests with no tools and no tool history go to the endpoint untouched."""
+def uses_tools(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a request has tools, or tool calls and results in its history."""
     if given(kwargs.get("tools")) and kwargs["tools"]:
         return True
     for message in kwargs.get("messages") or ():
@@ -56,8 +56,11 @@ class CompletionSession:
         parallel = parallel if given(parallel) else None
         self._policy = CallPolicy(self._choice, single_call=parallel is False)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
-        self._messages = fmt.render_messages(
-            kwargs.get("messages") or [], self._toolbox, self._choice, parallel
+        messages = kwargs.get("messages") or []
+        self._messages = (
+            fmt.render_messages(messages, self._toolbox, self._choice, parallel)
+            if uses_tools(kwargs)
+            else list(messages)  # a plain chat: only the reply is read (reasoning, end tokens)
         )
         self._retry_turns: list[dict[str, Any]] = []
         n = kwargs.get("n")

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar, overload
 from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools.client.session import CompletionSession, needs_session
+from hermes_tools.client.session import CompletionSession, uses_tools
 from hermes_tools.errors import FormatOptionError, HermesToolsError, WrongTypeError
 from hermes_tools.format import HermesFormat
 
@@ -33,10 +33,13 @@ class UnsupportedFeatureError(HermesToolsError, AttributeError):
 
 
 class _Wrapper(Generic[ClientT]):
-    def __init__(self, client: ClientT, fmt: HermesFormat, repair_attempts: int) -> None:
+    def __init__(
+        self, client: ClientT, fmt: HermesFormat, repair_attempts: int, parse_without_tools: bool
+    ) -> None:
         self._client: ClientT = client
         self._format = fmt
         self._repair_attempts = repair_attempts
+        self._parse_without_tools = parse_without_tools
 
     @property
     def wrapped(self) -> ClientT:
@@ -50,8 +53,18 @@ class _Wrapper(Generic[ClientT]):
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def _session(self, kwargs: dict[str, Any]) -> CompletionSession:
+    def _session(self, kwargs: dict[str, Any]) -> CompletionSession | None:
+        """None when the request goes to the endpoint untouched."""
+        if not (self._parse_without_tools or uses_tools(kwargs)):
+            return None
         return CompletionSession(kwargs, self._format, self._repair_attempts)
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "fmt": self._format,
+            "repair_attempts": self._repair_attempts,
+            "parse_without_tools": self._parse_without_tools,
+        }
 
 
 class _Namespace:
@@ -78,23 +91,21 @@ class _Namespace:
 class HermesOpenAI(_Wrapper[OpenAI]):
     """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
 
-    def __init__(self, client: OpenAI, fmt: HermesFormat, repair_attempts: int) -> None:
-        super().__init__(client, fmt, repair_attempts)
+    def __init__(self, client: OpenAI, **options: Any) -> None:
+        super().__init__(client, **options)
         completions = _Namespace(client.chat.completions, create=self._create)
         self.chat = _Namespace(client.chat, completions=completions)
 
     def with_options(self, **options: Any) -> HermesOpenAI:
-        return HermesOpenAI(
-            self._client.with_options(**options), self._format, self._repair_attempts
-        )
+        return HermesOpenAI(self._client.with_options(**options), **self._options())
 
     copy = with_options
 
     def _create(self, **kwargs: Any) -> ChatCompletion | HermesStream:
         create = self._client.chat.completions.create
-        if not needs_session(kwargs):
-            return create(**kwargs)  # type: ignore[no-any-return]
         session = self._session(kwargs)
+        if session is None:
+            return create(**kwargs)  # type: ignore[no-any-return]
         if kwargs.get("stream") is True:
             first: Stream[ChatCompletionChunk] = create(**session.request())
             return HermesStream(session, first, lambda: create(**session.request()))
@@ -153,23 +164,21 @@ class HermesStream:
 class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
     """An asynchronous `openai.AsyncOpenAI` whose chat completions accept tools anywhere."""
 
-    def __init__(self, client: AsyncOpenAI, fmt: HermesFormat, repair_attempts: int) -> None:
-        super().__init__(client, fmt, repair_attempts)
+    def __init__(self, client: AsyncOpenAI, **options: Any) -> None:
+        super().__init__(client, **options)
         completions = _Namespace(client.chat.completions, create=self._create)
         self.chat = _Namespace(client.chat, completions=completions)
 
     def with_options(self, **options: Any) -> AsyncHermesOpenAI:
-        return AsyncHermesOpenAI(
-            self._client.with_options(**options), self._format, self._repair_attempts
-        )
+        return AsyncHermesOpenAI(self._client.with_options(**options), **self._options())
 
     copy = with_options
 
     async def _create(self, **kwargs: Any) -> ChatCompletion | AsyncHermesStream:
         create = self._client.chat.completions.create
-        if not needs_session(kwargs):
-            return await create(**kwargs)  # type: ignore[no-any-return]
         session = self._session(kwargs)
+        if session is None:
+            return await create(**kwargs)  # type: ignore[no-any-return]
         if kwargs.get("stream") is True:
             first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
 
@@ -237,6 +246,7 @@ def wrap(
     format: HermesFormat | None = ...,
     *,
     repair_attempts: int = ...,
+    parse_without_tools: bool = ...,
     **format_options: Any,
 ) -> HermesOpenAI: ...
 @overload
@@ -245,6 +255,7 @@ def wrap(
     format: HermesFormat | None = ...,
     *,
     repair_attempts: int = ...,
+    parse_without_tools: bool = ...,
     **format_options: Any,
 ) -> AsyncHermesOpenAI: ...
 
@@ -254,13 +265,16 @@ def wrap(
     format: HermesFormat | None = None,
     *,
     repair_attempts: int = 1,
+    parse_without_tools: bool = False,
     **format_options: Any,
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
 
     Pass a `HermesFormat`, or its options as keywords (`syntax="qwen3_coder"`, ...).
     `repair_attempts` (default 1, 0 disables) is how many times to ask again when a reply's
-    calls are all unusable or a required call is missing.
+    calls are all unusable or a required call is missing. Requests without tools go to the
+    endpoint untouched, unless `parse_without_tools`: then their replies are still read for
+    `<think>` reasoning and end-of-turn tokens (the request itself is left as it is).
     """
     if format is not None and format_options:
         raise FormatOptionError(
@@ -270,11 +284,15 @@ def wrap(
         raise FormatOptionError(
             f"repair_attempts must be an int >= 0 (0 disables repair), not {repair_attempts!r}."
         )
-    fmt = format if format is not None else HermesFormat(**format_options)
+    options = {
+        "fmt": format if format is not None else HermesFormat(**format_options),
+        "repair_attempts": repair_attempts,
+        "parse_without_tools": parse_without_tools,
+    }
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, fmt, repair_attempts)
+        return AsyncHermesOpenAI(client, **options)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, fmt, repair_attempts)
+        return HermesOpenAI(client, **options)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )

@@ -199,7 +199,9 @@ class ChatHermes(BaseChatModel):
         """The wrapped `openai.OpenAI` client, built on first use."""
         if self._client is None:
             raw = OpenAI(**self._clients_kwargs())
-            self._client = wrap(raw, self._format, repair_attempts=self.repair_attempts)
+            self._client = wrap(
+                raw, self._format, repair_attempts=self.repair_attempts, parse_without_tools=True
+            )
         return self._client
 
     @property
@@ -207,7 +209,9 @@ class ChatHermes(BaseChatModel):
         """The wrapped `openai.AsyncOpenAI` client, built on first use."""
         if self._async_client is None:
             raw = AsyncOpenAI(**self._clients_kwargs())
-            self._async_client = wrap(raw, self._format, repair_attempts=self.repair_attempts)
+            self._async_client = wrap(
+                raw, self._format, repair_attempts=self.repair_attempts, parse_without_tools=True
+            )
         return self._async_client
 
     def close(self) -> None:

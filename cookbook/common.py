@@ -1,0 +1,108 @@
+"""Pieces the cookbook scripts share: real tools, and a friendly check of the endpoint."""
+
+from __future__ import annotations
+
+import ast
+import operator
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import openai
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+NOTHING_ANSWERS = """\
+Nothing answered at {base_url}.
+
+This script needs an OpenAI-compatible chat endpoint. Start one, or point at one, then run it
+again with OPENAI_BASE_URL and HERMES_MODEL set (or --base-url and --model):
+
+  Ollama      ollama serve; ollama pull qwen2.5:7b
+              OPENAI_BASE_URL=http://localhost:11434/v1 HERMES_MODEL=qwen2.5:7b
+  vLLM        vllm serve Qwen/Qwen2.5-7B-Instruct
+              OPENAI_BASE_URL=http://localhost:8000/v1 HERMES_MODEL=Qwen/Qwen2.5-7B-Instruct
+  llama.cpp   llama-server -m model.gguf --port 8080
+              OPENAI_BASE_URL=http://localhost:8080/v1 HERMES_MODEL=any
+  LM Studio   start its local server
+              OPENAI_BASE_URL=http://localhost:1234/v1 HERMES_MODEL=<the loaded model>
+  DeepSeek    OPENAI_BASE_URL=https://api.deepseek.com/v1 HERMES_MODEL=deepseek-reasoner
+              OPENAI_API_KEY=<your key>
+  OpenRouter  OPENAI_BASE_URL=https://openrouter.ai/api/v1 HERMES_MODEL=<model id>
+              OPENAI_API_KEY=<your key>"""
+
+DEFAULT_BASE_URL = os.environ.get("OPENAI_BASE_URL", "http://localhost:11434/v1")
+DEFAULT_MODEL = os.environ.get("HERMES_MODEL", "qwen2.5:7b")
+
+
+def endpoint_answers(base_url: str) -> bool:
+    """A quick look before starting: is anything listening there?"""
+    probe = openai.OpenAI(
+        base_url=base_url,
+        api_key=os.environ.get("OPENAI_API_KEY", "none"),
+        max_retries=0,
+        timeout=10,
+    )
+    try:
+        probe.models.list()
+    except openai.APIConnectionError:
+        return False
+    except openai.APIStatusError:
+        pass  # something answered, even if it has no model list
+    finally:
+        probe.close()
+    return True
+
+
+_OPERATORS: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return float(_OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right)))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return float(_OPERATORS[type(node.op)](_evaluate(node.operand)))
+    raise ValueError("only numbers and + - * / // % ** are allowed")
+
+
+def calculate(expression: str) -> str:
+    """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
+    try:
+        value = _evaluate(ast.parse(expression, mode="eval"))
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError) as exc:
+        return f"error: {exc}"
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def search_files(pattern: str, glob: str = "**/*.py") -> str:
+    """Search this repository's files for a regular expression; returns matching lines as
+    'path:line: text' (at most 30)."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        return f"error: bad pattern: {exc}"
+    matches = []
+    for path in sorted(REPOSITORY.glob(glob)):
+        relative = path.relative_to(REPOSITORY)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if regex.search(line):
+                matches.append(f"{relative}:{number}: {line.strip()}")
+                if len(matches) == 30:
+                    return "\n".join(matches) + "\n(more matches not shown)"
+    return "\n".join(matches) or "no matches"

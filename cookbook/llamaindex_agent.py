@@ -1,0 +1,134 @@
+"""A LlamaIndex FunctionAgent with real tools and a small document index, through HermesLLM.
+
+    uv run cookbook/llamaindex_agent.py
+    uv run cookbook/llamaindex_agent.py --question "What does the README say about DeepSeek?"
+
+The endpoint comes from OPENAI_BASE_URL (or --base-url) and the model from HERMES_MODEL (or
+--model). The agent has a calculator, a search over this repository's files, and a query
+engine over the project's documents (a summary index: no embedding model to download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import openai
+from llama_index.core import Document, SummaryIndex
+from llama_index.core.agent.workflow import (
+    AgentStream,
+    FunctionAgent,
+    ToolCall,
+    ToolCallResult,
+)
+from llama_index.core.tools import FunctionTool, QueryEngineTool
+
+import common
+from common import DEFAULT_BASE_URL, DEFAULT_MODEL, NOTHING_ANSWERS, REPOSITORY, endpoint_answers
+from hermes_tools.llama_index import HermesLLM
+
+DEFAULT_QUESTION = (
+    "According to the project documents, which frameworks does hermes-tools support? "
+    "Then compute 12 * 12."
+)
+
+
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
+    return common.calculate(expression)
+
+
+def search_files(pattern: str, glob: str = "**/*.py") -> str:
+    """Search this repository's files for a regular expression; returns matching lines as
+    'path:line: text' (at most 30)."""
+    return common.search_files(pattern, glob)
+
+
+def project_documents() -> list[Document]:
+    """The README and the cookbook scripts' descriptions, as documents."""
+    documents = [
+        Document(text=(REPOSITORY / "README.md").read_text(), metadata={"file": "README.md"})
+    ]
+    for script in sorted((REPOSITORY / "cookbook").glob("*.py")):
+        text = script.read_text()
+        if text.startswith('"""'):
+            documents.append(Document(text=text.split('"""')[1], metadata={"file": script.name}))
+    return documents
+
+
+async def run(agent: FunctionAgent, question: str) -> str:
+    """Stream the agent's steps: tokens as they come, each call, each result."""
+    handler = agent.run(question)
+    speaking = None
+    async for event in handler.stream_events():
+        if isinstance(event, AgentStream):
+            if event.thinking_delta:
+                speaking = _switch(speaking, "thinking")
+                print(event.thinking_delta, end="", flush=True)
+            if event.delta:
+                speaking = _switch(speaking, "assistant")
+                print(event.delta, end="", flush=True)
+        elif isinstance(event, ToolCallResult):
+            speaking = None
+            print(f"\n  -> {event.tool_name}: {event.tool_output.content[:300]}", end="")
+        elif isinstance(event, ToolCall):
+            speaking = None
+            print(f"\n  call {event.tool_name}({event.tool_kwargs})", end="")
+    result = await handler
+    print()
+    return str(result)
+
+
+def _switch(current: str | None, wanted: str) -> str:
+    if current != wanted:
+        print(f"\n[{wanted}] ", end="")
+    return wanted
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
+    parser.add_argument(
+        "--syntax",
+        choices=("json", "qwen3_coder"),
+        default="json",
+        help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
+    )
+    args = parser.parse_args()
+    if not endpoint_answers(args.base_url):
+        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
+        return 2
+
+    llm = HermesLLM(
+        model=args.model, api_base=args.base_url, syntax=args.syntax, temperature=0, timeout=300
+    )
+    documents = SummaryIndex.from_documents(project_documents()).as_query_engine(llm=llm)
+    agent = FunctionAgent(
+        llm=llm,
+        tools=[
+            FunctionTool.from_defaults(calculator),
+            FunctionTool.from_defaults(search_files),
+            QueryEngineTool.from_defaults(
+                documents,
+                name="project_documents",
+                description="Answers questions about hermes-tools from its README and cookbook.",
+            ),
+        ],
+        system_prompt="You are a careful assistant. Use the tools; do not guess.",
+    )
+    print(f"question: {args.question}\n")
+    try:
+        asyncio.run(run(agent, args.question))
+    except openai.APIError as exc:
+        print(f"The endpoint at {args.base_url} failed: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""LlamaIndex adapter: `HermesLLM`, a function-calling LLM for non-tool endpoints.
+
+Needs the `llama-index` extra: `pip install "hermes-tools[llama-index]"`.
+"""
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "hermes_tools.llama_index needs LlamaIndex: pip install 'hermes-tools[llama-index]'"
+    ) from exc
+
+from hermes_tools.llama_index.convert import ReplyBuilder, to_openai_messages, tool_selections
+from hermes_tools.llama_index.llm import HermesLLM, resolve_tool_choice
+
+__all__ = [
+    "HermesLLM",
+    "ReplyBuilder",
+    "resolve_tool_choice",
+    "to_openai_messages",
+    "tool_selections",
+]
