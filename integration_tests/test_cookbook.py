@@ -99,3 +99,69 @@ def test_llamaindex_agent_explains_what_to_run_when_nothing_answers() -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "Nothing answered at http://127.0.0.1:9/v1" in done.stderr
+
+
+def test_structured_output(server: ScriptedServer) -> None:
+    server.script(
+        Reply(
+            '<tool_call>{"name": "Person", "arguments": {"name": "Ana", "age": 31, "city": "Porto"}}</tool_call>',
+            chunks=3,
+        ),
+        Reply("```json\n{'name': 'Ana', 'age': 31, 'city': 'Porto'}\n```", chunks=3),
+    )
+    for method in ("function_calling", "json_schema"):
+        done = run_script("structured_output.py", server.base_url, "--method", method)
+        assert done.returncode == 0, done.stderr
+        assert '"name": "Ana"' in done.stdout
+        assert '"age": 31' in done.stdout
+
+
+def test_reasoning_model(server: ScriptedServer) -> None:
+    server.script(
+        Reply(
+            "I need 17 * 23 + 5; the calculator is reliable.\n</think>\n"
+            '<tool_call>{"name": "calculator", "arguments": {"expression": "17 * 23 + 5"}}</tool_call>',
+            chunks=4,
+        ),
+        Reply("The result is 396.\n</think>\nIt is 396.", chunks=4),
+    )
+    done = run_script("reasoning_model.py", server.base_url, "--think-open")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "[thinking] I need 17 * 23 + 5; the calculator is reliable." in out
+    assert "call calculator({'expression': '17 * 23 + 5'}) -> 396" in out
+    assert "[answer] It is 396." in out
+    assert "</think>" not in out
+
+
+def test_openai_client(server: ScriptedServer) -> None:
+    call = '<tool_call>{"name": "calculator", "arguments": {"expression": "(1234 + 4321) * 3"}}</tool_call>'
+    server.script(
+        Reply(call, chunks=5),
+        "It is 16665.",
+        Reply(call, chunks=5),
+        Reply("It is 16665.", chunks=2),
+    )
+    for flags in ([], ["--stream"]):
+        done = run_script("openai_client.py", server.base_url, *flags)
+        assert done.returncode == 0, done.stderr
+        assert "call calculator(" in done.stdout
+        assert "-> 16665" in done.stdout
+        assert "It is 16665." in done.stdout
+    results = [b for b in server.bodies() if "16665" in str(b["messages"][-1])]
+    assert len(results) == 2  # the tool result went back each time
+
+
+def test_every_cookbook_script_has_help() -> None:
+    scripts = sorted(p.name for p in COOKBOOK.glob("*.py") if p.name != "common.py")
+    assert scripts == [
+        "langgraph_agent.py",
+        "llamaindex_agent.py",
+        "openai_client.py",
+        "reasoning_model.py",
+        "structured_output.py",
+    ]
+    for script in scripts:
+        done = run_script(script, "http://127.0.0.1:9/v1", "--help")
+        assert done.returncode == 0, script
+        assert "OPENAI_BASE_URL" in done.stdout, script
