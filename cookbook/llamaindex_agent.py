@@ -15,13 +15,14 @@ import asyncio
 import sys
 
 import openai
-from llama_index.core import Document, SummaryIndex
+from llama_index.core import SummaryIndex
 from llama_index.core.agent.workflow import (
     AgentStream,
     FunctionAgent,
     ToolCall,
     ToolCallResult,
 )
+from llama_index.core.schema import TextNode
 from llama_index.core.tools import FunctionTool, QueryEngineTool
 
 import common
@@ -45,16 +46,22 @@ def search_files(pattern: str, glob: str = "**/*.py") -> str:
     return common.search_files(pattern, glob)
 
 
-def project_documents() -> list[Document]:
-    """The README and the cookbook scripts' descriptions, as documents."""
-    documents = [
-        Document(text=(REPOSITORY / "README.md").read_text(), metadata={"file": "README.md"})
+def project_documents() -> list[TextNode]:
+    """The README, one node per section, and the cookbook scripts' descriptions.
+
+    The nodes are made here rather than by a text splitter, so nothing needs a tokenizer or
+    NLTK data.
+    """
+    readme = (REPOSITORY / "README.md").read_text()
+    nodes = [
+        TextNode(text=("## " + section) if number else section, metadata={"file": "README.md"})
+        for number, section in enumerate(readme.split("\n## "))
     ]
     for script in sorted((REPOSITORY / "cookbook").glob("*.py")):
         text = script.read_text()
         if text.startswith('"""'):
-            documents.append(Document(text=text.split('"""')[1], metadata={"file": script.name}))
-    return documents
+            nodes.append(TextNode(text=text.split('"""')[1], metadata={"file": script.name}))
+    return nodes
 
 
 async def run(agent: FunctionAgent, question: str) -> str:
@@ -99,15 +106,26 @@ def main() -> int:
         default="json",
         help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
     )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=32768,
+        help="the model's context window in tokens (LlamaIndex fits the documents into it)",
+    )
     args = parser.parse_args()
     if not endpoint_answers(args.base_url):
         print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
         return 2
 
     llm = HermesLLM(
-        model=args.model, api_base=args.base_url, syntax=args.syntax, temperature=0, timeout=300
+        model=args.model,
+        api_base=args.base_url,
+        syntax=args.syntax,
+        temperature=0,
+        timeout=300,
+        context_window=args.context_window,
     )
-    documents = SummaryIndex.from_documents(project_documents()).as_query_engine(llm=llm)
+    documents = SummaryIndex(project_documents()).as_query_engine(llm=llm)
     agent = FunctionAgent(
         llm=llm,
         tools=[
