@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import operator
 import os
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +109,36 @@ def search_files(pattern: str, glob: str = "**/*.py") -> str:
                 if len(matches) == 30:
                     return "\n".join(matches) + "\n(more matches not shown)"
     return "\n".join(matches) or "no matches"
+
+
+def arguments(description: str | None) -> argparse.ArgumentParser:
+    """A command line with --base-url and --model (defaults: OPENAI_BASE_URL, HERMES_MODEL)."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
+    return parser
+
+
+def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser) -> int:
+    """Parse the command line, check the endpoint, run `main`; endpoint trouble is explained
+    in a few lines instead of a traceback (exit status 2)."""
+    args = parser.parse_args()
+    if not endpoint_answers(args.base_url):
+        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
+        return 2
+    try:
+        return main(args)
+    except openai.APIConnectionError:
+        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
+    except openai.APIError as exc:
+        print(f"The endpoint at {args.base_url} failed: {exc}", file=sys.stderr)
+    return 2
+
+
+def show_label(current: str | None, wanted: str) -> str:
+    """Print `[wanted]` when the kind of streamed text changes; returns the new kind."""
+    if current != wanted:
+        print(f"\n[{wanted}] ", end="")
+    return wanted

@@ -15,13 +15,12 @@ import json
 import sys
 from typing import Any
 
-import openai
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 import common
-from common import DEFAULT_BASE_URL, DEFAULT_MODEL, NOTHING_ANSWERS, calculate, endpoint_answers
+from common import arguments, calculate, run, show_label
 from hermes_tools.langchain import ChatHermes
 
 DEFAULT_QUESTION = (
@@ -43,29 +42,7 @@ def search_files(pattern: str, glob: str = "**/*.py") -> str:
     return common.search_files(pattern, glob)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
-    parser.add_argument(
-        "--syntax",
-        choices=("json", "qwen3_coder"),
-        default="json",
-        help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
-    )
-    parser.add_argument(
-        "--think-open",
-        action="store_true",
-        help="the model's chat template opens <think> itself (DeepSeek-R1 style)",
-    )
-    args = parser.parse_args()
-
-    if not endpoint_answers(args.base_url):
-        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
-        return 2
+def main(args: argparse.Namespace) -> int:
     model = ChatHermes(
         model=args.model,
         base_url=args.base_url,
@@ -80,18 +57,11 @@ def main() -> int:
         system_prompt="You are a careful assistant. Use the tools; do not guess.",
     )
     print(f"question: {args.question}\n")
-    try:
-        run(agent, args.question)
-    except openai.APIConnectionError:
-        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
-        return 2
-    except openai.APIStatusError as exc:
-        print(f"The endpoint at {args.base_url} answered with an error: {exc}", file=sys.stderr)
-        return 2
+    stream_steps(agent, args.question)
     return 0
 
 
-def run(agent: Any, question: str) -> None:
+def stream_steps(agent: Any, question: str) -> None:
     """Stream the agent's steps: tokens as they come, each call once its arguments are
     complete, each result as it arrives."""
     speaking = None
@@ -101,10 +71,10 @@ def run(agent: Any, question: str) -> None:
             step = message if step is None else step + message
             reasoning = message.additional_kwargs.get("reasoning_content")
             if reasoning:
-                speaking = _switch(speaking, "thinking")
+                speaking = show_label(speaking, "thinking")
                 print(reasoning, end="", flush=True)
             if message.text:
-                speaking = _switch(speaking, "assistant")
+                speaking = show_label(speaking, "assistant")
                 print(message.text, end="", flush=True)
             if message.chunk_position == "last":
                 for call in step.tool_calls:
@@ -117,11 +87,18 @@ def run(agent: Any, question: str) -> None:
     print()
 
 
-def _switch(current: str | None, wanted: str) -> str:
-    if current != wanted:
-        print(f"\n[{wanted}] ", end="")
-    return wanted
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = arguments(__doc__)
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument(
+        "--syntax",
+        choices=("json", "qwen3_coder"),
+        default="json",
+        help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
+    )
+    parser.add_argument(
+        "--think-open",
+        action="store_true",
+        help="the model's chat template opens <think> itself (DeepSeek-R1 style)",
+    )
+    sys.exit(run(main, parser))

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import sys
 
-import openai
 from llama_index.core import SummaryIndex
 from llama_index.core.agent.workflow import (
     AgentStream,
@@ -26,7 +25,7 @@ from llama_index.core.schema import TextNode
 from llama_index.core.tools import FunctionTool, QueryEngineTool
 
 import common
-from common import DEFAULT_BASE_URL, DEFAULT_MODEL, NOTHING_ANSWERS, REPOSITORY, endpoint_answers
+from common import REPOSITORY, arguments, run, show_label
 from hermes_tools.llama_index import HermesLLM
 
 DEFAULT_QUESTION = (
@@ -64,17 +63,17 @@ def project_documents() -> list[TextNode]:
     return nodes
 
 
-async def run(agent: FunctionAgent, question: str) -> str:
+async def stream_steps(agent: FunctionAgent, question: str) -> str:
     """Stream the agent's steps: tokens as they come, each call, each result."""
     handler = agent.run(question)
     speaking = None
     async for event in handler.stream_events():
         if isinstance(event, AgentStream):
             if event.thinking_delta:
-                speaking = _switch(speaking, "thinking")
+                speaking = show_label(speaking, "thinking")
                 print(event.thinking_delta, end="", flush=True)
             if event.delta:
-                speaking = _switch(speaking, "assistant")
+                speaking = show_label(speaking, "assistant")
                 print(event.delta, end="", flush=True)
         elif isinstance(event, ToolCallResult):
             speaking = None
@@ -87,36 +86,7 @@ async def run(agent: FunctionAgent, question: str) -> str:
     return str(result)
 
 
-def _switch(current: str | None, wanted: str) -> str:
-    if current != wanted:
-        print(f"\n[{wanted}] ", end="")
-    return wanted
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
-    parser.add_argument(
-        "--syntax",
-        choices=("json", "qwen3_coder"),
-        default="json",
-        help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
-    )
-    parser.add_argument(
-        "--context-window",
-        type=int,
-        default=32768,
-        help="the model's context window in tokens (LlamaIndex fits the documents into it)",
-    )
-    args = parser.parse_args()
-    if not endpoint_answers(args.base_url):
-        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
-        return 2
-
+def main(args: argparse.Namespace) -> int:
     llm = HermesLLM(
         model=args.model,
         api_base=args.base_url,
@@ -140,13 +110,23 @@ def main() -> int:
         system_prompt="You are a careful assistant. Use the tools; do not guess.",
     )
     print(f"question: {args.question}\n")
-    try:
-        asyncio.run(run(agent, args.question))
-    except openai.APIError as exc:
-        print(f"The endpoint at {args.base_url} failed: {exc}", file=sys.stderr)
-        return 2
+    asyncio.run(stream_steps(agent, args.question))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = arguments(__doc__)
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument(
+        "--syntax",
+        choices=("json", "qwen3_coder"),
+        default="json",
+        help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=32768,
+        help="the model's context window in tokens (LlamaIndex fits the documents into it)",
+    )
+    sys.exit(run(main, parser))

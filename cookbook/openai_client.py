@@ -18,7 +18,7 @@ from typing import Any
 
 import openai
 
-from common import DEFAULT_BASE_URL, DEFAULT_MODEL, NOTHING_ANSWERS, calculate, endpoint_answers
+from common import arguments, calculate, run
 from hermes_tools import wrap
 
 TOOLS = [
@@ -74,38 +74,26 @@ def run_call(call: dict[str, Any]) -> str:
         return f"error: the call could not be run ({exc}); check the arguments"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--question", default="What is (1234 + 4321) * 3? Use the calculator.")
-    parser.add_argument("--stream", action="store_true", help="stream the replies")
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
-    args = parser.parse_args()
-    if not endpoint_answers(args.base_url):
-        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
-        return 2
+def main(args: argparse.Namespace) -> int:
     api_key = os.environ.get("OPENAI_API_KEY", "not-needed")  # local servers need none
     client = wrap(openai.OpenAI(base_url=args.base_url, api_key=api_key))
     messages: list[dict[str, Any]] = [{"role": "user", "content": args.question}]
-    try:
-        for _ in range(5):
-            reply = ask(client, args.model, messages, args.stream)
-            messages.append(reply)
-            if not reply.get("tool_calls"):
-                break
-            for call in reply["tool_calls"]:
-                result = run_call(call)
-                function = call["function"]
-                print(f"\n  call {function['name']}({function['arguments']}) -> {result}")
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
-    except openai.APIError as exc:
-        print(f"The endpoint at {args.base_url} failed: {exc}", file=sys.stderr)
-        return 2
+    for _ in range(5):
+        reply = ask(client, args.model, messages, args.stream)
+        messages.append(reply)
+        if not reply.get("tool_calls"):
+            break
+        for call in reply["tool_calls"]:
+            result = run_call(call)
+            function = call["function"]
+            print(f"\n  call {function['name']}({function['arguments']}) -> {result}")
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     print()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = arguments(__doc__)
+    parser.add_argument("--question", default="What is (1234 + 4321) * 3? Use the calculator.")
+    parser.add_argument("--stream", action="store_true", help="stream the replies")
+    sys.exit(run(main, parser))

@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-import openai
 from pydantic import BaseModel, Field
 
-from common import DEFAULT_BASE_URL, DEFAULT_MODEL, NOTHING_ANSWERS, endpoint_answers
+from common import arguments, run
 from hermes_tools.langchain import ChatHermes
 
 
@@ -28,29 +27,10 @@ class Person(BaseModel):
     city: str | None = Field(default=None, description="Where they live, if stated")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--text", default="Meet Ana: she is 31 and has lived in Porto for years.")
-    parser.add_argument(
-        "--method",
-        choices=("function_calling", "json_schema", "json_mode"),
-        default="function_calling",
-    )
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
-    args = parser.parse_args()
-    if not endpoint_answers(args.base_url):
-        print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
-        return 2
+def main(args: argparse.Namespace) -> int:
     model = ChatHermes(model=args.model, base_url=args.base_url, temperature=0)
     extract = model.with_structured_output(Person, method=args.method, include_raw=True)
-    try:
-        result = extract.invoke(f"Extract the person from this text:\n{args.text}")
-    except openai.APIError as exc:
-        print(f"The endpoint at {args.base_url} failed: {exc}", file=sys.stderr)
-        return 2
+    result = extract.invoke(f"Extract the person from this text:\n{args.text}")
     if result["parsing_error"] is not None:
         print(f"The model's answer did not fit the schema: {result['parsing_error']}")
         print(f"It wrote: {result['raw'].content or result['raw'].invalid_tool_calls}")
@@ -60,4 +40,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = arguments(__doc__)
+    parser.add_argument("--text", default="Meet Ana: she is 31 and has lived in Porto for years.")
+    parser.add_argument(
+        "--method",
+        choices=("function_calling", "json_schema", "json_mode"),
+        default="function_calling",
+    )
+    sys.exit(run(main, parser))

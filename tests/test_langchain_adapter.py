@@ -265,7 +265,7 @@ def test_construction_needs_no_key_or_network(monkeypatch: pytest.MonkeyPatch) -
     chat = ChatHermes(model="m")
     assert chat.api_key is None
     assert chat.base_url is None
-    assert chat._client is None
+    assert not chat._clients.built
 
 
 def test_key_and_endpoint_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

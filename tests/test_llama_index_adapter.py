@@ -227,7 +227,7 @@ def test_metadata_and_construction_without_network(monkeypatch: pytest.MonkeyPat
     meta = model.metadata
     assert (meta.is_chat_model, meta.is_function_calling_model) == (True, True)
     assert (meta.model_name, meta.context_window, meta.num_output) == ("m", 32000, 512)
-    assert model._client is None
+    assert not model._clients.built
     assert "sk-env" not in model.model_dump_json()
 
 

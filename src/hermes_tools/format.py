@@ -19,6 +19,17 @@ from hermes_tools.prompt import Syntax, ToolChoice, system_prompt, tool_choice
 from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tools import Toolbox
 
+FORMAT_OPTIONS = (
+    "syntax",
+    "call_tag",
+    "response_tag",
+    "instructions",
+    "template",
+    "tool_result_role",
+    "system_prompt_in_user",
+    "raw_json",
+    "think_open",
+)
 _TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
 _RESERVED_TAGS = frozenset({"think", "tools", "function", "parameter"})
 
@@ -74,6 +85,17 @@ class HermesFormat:
             raise FormatOptionError(
                 "template must contain the {tools} placeholder where the tool schemas go."
             )
+
+    @classmethod
+    def from_settings(cls, settings: object) -> HermesFormat:
+        """The format described by an object's attributes of the same names (a framework
+        model's fields); `prompt_template` stands for `template`."""
+        values = {
+            name: getattr(settings, name) for name in FORMAT_OPTIONS if hasattr(settings, name)
+        }
+        if hasattr(settings, "prompt_template"):
+            values["template"] = settings.prompt_template
+        return cls(**values)
 
     # -- request side -----------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -17,6 +17,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from hermes_tools.client.session import CompletionSession, uses_tools
 from hermes_tools.errors import FormatOptionError, HermesToolsError, WrongTypeError
 from hermes_tools.format import HermesFormat
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 ClientT = TypeVar("ClientT", OpenAI, AsyncOpenAI)
 
@@ -33,6 +36,8 @@ class UnsupportedFeatureError(HermesToolsError, AttributeError):
 
 
 class _Wrapper(Generic[ClientT]):
+    """What both wrapped clients share; subclasses provide `_create`."""
+
     def __init__(
         self, client: ClientT, fmt: HermesFormat, repair_attempts: int, parse_without_tools: bool
     ) -> None:
@@ -40,6 +45,17 @@ class _Wrapper(Generic[ClientT]):
         self._format = fmt
         self._repair_attempts = repair_attempts
         self._parse_without_tools = parse_without_tools
+        completions = _Namespace(client.chat.completions, create=self._create)
+        self.chat = _Namespace(client.chat, completions=completions)
+
+    def _create(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def with_options(self, **options: Any) -> Self:
+        """A copy over `client.with_options(...)`, wrapped the same way."""
+        return type(self)(self._client.with_options(**options), **self._options())
+
+    copy = with_options
 
     @property
     def wrapped(self) -> ClientT:
@@ -90,16 +106,6 @@ class _Namespace:
 
 class HermesOpenAI(_Wrapper[OpenAI]):
     """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
-
-    def __init__(self, client: OpenAI, **options: Any) -> None:
-        super().__init__(client, **options)
-        completions = _Namespace(client.chat.completions, create=self._create)
-        self.chat = _Namespace(client.chat, completions=completions)
-
-    def with_options(self, **options: Any) -> HermesOpenAI:
-        return HermesOpenAI(self._client.with_options(**options), **self._options())
-
-    copy = with_options
 
     def _create(self, **kwargs: Any) -> ChatCompletion | HermesStream:
         create = self._client.chat.completions.create
@@ -163,16 +169,6 @@ class HermesStream:
 
 class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
     """An asynchronous `openai.AsyncOpenAI` whose chat completions accept tools anywhere."""
-
-    def __init__(self, client: AsyncOpenAI, **options: Any) -> None:
-        super().__init__(client, **options)
-        completions = _Namespace(client.chat.completions, create=self._create)
-        self.chat = _Namespace(client.chat, completions=completions)
-
-    def with_options(self, **options: Any) -> AsyncHermesOpenAI:
-        return AsyncHermesOpenAI(self._client.with_options(**options), **self._options())
-
-    copy = with_options
 
     async def _create(self, **kwargs: Any) -> ChatCompletion | AsyncHermesStream:
         create = self._client.chat.completions.create
@@ -284,15 +280,11 @@ def wrap(
         raise FormatOptionError(
             f"repair_attempts must be an int >= 0 (0 disables repair), not {repair_attempts!r}."
         )
-    options = {
-        "fmt": format if format is not None else HermesFormat(**format_options),
-        "repair_attempts": repair_attempts,
-        "parse_without_tools": parse_without_tools,
-    }
+    fmt = format if format is not None else HermesFormat(**format_options)
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, **options)
+        return AsyncHermesOpenAI(client, fmt, repair_attempts, parse_without_tools)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, **options)
+        return HermesOpenAI(client, fmt, repair_attempts, parse_without_tools)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )

@@ -30,22 +30,18 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils import from_env, secret_from_env
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from langchain_core.utils.pydantic import is_basemodel_subclass
-from openai import AsyncOpenAI, OpenAI
-from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, model_validator
-from typing_extensions import Self
+from pydantic import AliasChoices, ConfigDict, Field, SecretStr
 
-from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
-from hermes_tools.format import HermesFormat
+from hermes_tools.adapter_settings import HermesSettings
 from hermes_tools.json_answer import json_answer_instructions
 from hermes_tools.langchain.convert import ChunkTranslator, to_openai_messages
-from hermes_tools.prompt import Syntax
 
 _STRUCTURED_METHODS = ("function_calling", "json_schema", "json_mode")
 # Call options that belong to LangChain, not to the endpoint.
 _LANGCHAIN_ONLY = ("ls_structured_output_format", "stream")
 
 
-class ChatHermes(BaseChatModel):
+class ChatHermes(HermesSettings, BaseChatModel):
     """Chat model for any OpenAI-compatible endpoint, with tool calling through the prompt.
 
     A drop-in for `ChatOpenAI(model=..., base_url=...)` on models or servers without native
@@ -97,41 +93,14 @@ class ChatHermes(BaseChatModel):
     """Extra JSON fields for the endpoint (e.g. `{"top_k": 20}` for vLLM)."""
     default_headers: dict[str, str] | None = None
 
-    # Format options (see `hermes_tools.HermesFormat`).
-    syntax: Syntax = "json"
-    call_tag: str = "tool_call"
-    response_tag: str = "tool_response"
-    instructions: str | None = None
-    prompt_template: str | None = None
-    """The whole tools prompt, with a `{tools}` placeholder."""
-    tool_result_role: Literal["user", "tool"] = "user"
-    system_prompt_in_user: bool = False
-    raw_json: bool = True
-    think_open: bool = False
-    repair_attempts: int = 1
-    """How many times to ask again when a reply's calls are unusable or a required call is
-    missing (0 disables)."""
-
-    _format: HermesFormat = PrivateAttr()
-    _client: HermesOpenAI | None = PrivateAttr(default=None)
-    _async_client: AsyncHermesOpenAI | None = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _check_format(self) -> Self:
-        self._format = HermesFormat(
-            syntax=self.syntax,
-            call_tag=self.call_tag,
-            response_tag=self.response_tag,
-            instructions=self.instructions,
-            template=self.prompt_template,
-            tool_result_role=self.tool_result_role,
-            system_prompt_in_user=self.system_prompt_in_user,
-            raw_json=self.raw_json,
-            think_open=self.think_open,
-        )
-        if self.repair_attempts < 0:
-            raise ValueError("repair_attempts must be >= 0 (0 disables repair).")
-        return self
+    def _client_options(self) -> dict[str, Any]:
+        return {
+            "api_key": self.api_key.get_secret_value() if self.api_key else "not-needed",
+            "base_url": self.base_url,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "default_headers": self.default_headers,
+        }
 
     # -- LangChain identity -------------------------------------------------------------------
 
@@ -184,48 +153,6 @@ class ChatHermes(BaseChatModel):
             **self.model_kwargs,
         }
         return {key: value for key, value in params.items() if value is not None}
-
-    def _clients_kwargs(self) -> dict[str, Any]:
-        return {
-            "api_key": self.api_key.get_secret_value() if self.api_key else "not-needed",
-            "base_url": self.base_url,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "default_headers": self.default_headers,
-        }
-
-    @property
-    def client(self) -> HermesOpenAI:
-        """The wrapped `openai.OpenAI` client, built on first use."""
-        if self._client is None:
-            raw = OpenAI(**self._clients_kwargs())
-            self._client = wrap(
-                raw, self._format, repair_attempts=self.repair_attempts, parse_without_tools=True
-            )
-        return self._client
-
-    @property
-    def async_client(self) -> AsyncHermesOpenAI:
-        """The wrapped `openai.AsyncOpenAI` client, built on first use."""
-        if self._async_client is None:
-            raw = AsyncOpenAI(**self._clients_kwargs())
-            self._async_client = wrap(
-                raw, self._format, repair_attempts=self.repair_attempts, parse_without_tools=True
-            )
-        return self._async_client
-
-    def close(self) -> None:
-        """Close the HTTP clients this model built (they are rebuilt if used again)."""
-        if self._client is not None:
-            self._client.wrapped.close()
-            self._client = None
-
-    async def aclose(self) -> None:
-        """Close both HTTP clients; call it from the event loop the model was used in."""
-        self.close()
-        if self._async_client is not None:
-            await self._async_client.wrapped.close()
-            self._async_client = None
 
     def _request(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]

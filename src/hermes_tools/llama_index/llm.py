@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import AsyncGenerator, Generator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.llms.generic_utils import (
     achat_to_completion_decorator,
@@ -29,28 +29,25 @@ from llama_index.core.base.llms.types import (
     LLMMetadata,
     MessageRole,
 )
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
+from llama_index.core.bridge.pydantic import Field, model_validator
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import ToolSelection
-from openai import AsyncOpenAI, OpenAI
 
-from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
-from hermes_tools.format import HermesFormat
+from hermes_tools.adapter_settings import HermesSettings
 from hermes_tools.llama_index.convert import (
     ReplyBuilder,
     keep_one_call,
     to_openai_messages,
     tool_selections,
 )
-from hermes_tools.prompt import Syntax
 
 if TYPE_CHECKING:
     from llama_index.core.tools.types import BaseTool
 
 
-class HermesLLM(FunctionCallingLLM):
+class HermesLLM(HermesSettings, FunctionCallingLLM):
     """LlamaIndex LLM for any OpenAI-compatible endpoint, with tool calling through the prompt.
 
     A drop-in for `OpenAILike(model=..., api_base=...)` on models or servers without native
@@ -83,22 +80,6 @@ class HermesLLM(FunctionCallingLLM):
     context_window: int = DEFAULT_CONTEXT_WINDOW
     stream_usage: bool = True
 
-    # Format options (see `hermes_tools.HermesFormat`).
-    syntax: Syntax = "json"
-    call_tag: str = "tool_call"
-    response_tag: str = "tool_response"
-    instructions: str | None = None
-    prompt_template: str | None = None
-    tool_result_role: Literal["user", "tool"] = "user"
-    system_prompt_in_user: bool = False
-    raw_json: bool = True
-    think_open: bool = False
-    repair_attempts: int = 1
-
-    _format: HermesFormat = PrivateAttr()
-    _client: HermesOpenAI | None = PrivateAttr(default=None)
-    _async_client: AsyncHermesOpenAI | None = PrivateAttr(default=None)
-
     @model_validator(mode="before")
     @classmethod
     def _from_environment(cls, values: Any) -> Any:
@@ -111,22 +92,13 @@ class HermesLLM(FunctionCallingLLM):
                 values["api_key"] = os.environ.get("OPENAI_API_KEY")
         return values
 
-    @model_validator(mode="after")
-    def _check_format(self) -> HermesLLM:
-        self._format = HermesFormat(
-            syntax=self.syntax,
-            call_tag=self.call_tag,
-            response_tag=self.response_tag,
-            instructions=self.instructions,
-            template=self.prompt_template,
-            tool_result_role=self.tool_result_role,
-            system_prompt_in_user=self.system_prompt_in_user,
-            raw_json=self.raw_json,
-            think_open=self.think_open,
-        )
-        if self.repair_attempts < 0:
-            raise ValueError("repair_attempts must be >= 0 (0 disables repair).")
-        return self
+    def _client_options(self) -> dict[str, Any]:
+        return {
+            "api_key": self.api_key or "not-needed",
+            "base_url": self.api_base,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
 
     @classmethod
     def class_name(cls) -> str:
@@ -144,45 +116,6 @@ class HermesLLM(FunctionCallingLLM):
         )
 
     # -- clients ------------------------------------------------------------------------------
-
-    def _clients_kwargs(self) -> dict[str, Any]:
-        return {
-            "api_key": self.api_key or "not-needed",
-            "base_url": self.api_base,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-        }
-
-    @property
-    def client(self) -> HermesOpenAI:
-        if self._client is None:
-            raw = OpenAI(**self._clients_kwargs())
-            self._client = wrap(
-                raw, self._format, repair_attempts=self.repair_attempts, parse_without_tools=True
-            )
-        return self._client
-
-    @property
-    def async_client(self) -> AsyncHermesOpenAI:
-        if self._async_client is None:
-            raw = AsyncOpenAI(**self._clients_kwargs())
-            self._async_client = wrap(
-                raw, self._format, repair_attempts=self.repair_attempts, parse_without_tools=True
-            )
-        return self._async_client
-
-    def close(self) -> None:
-        """Close the HTTP clients this LLM built (they are rebuilt if used again)."""
-        if self._client is not None:
-            self._client.wrapped.close()
-            self._client = None
-
-    async def aclose(self) -> None:
-        """Close both HTTP clients; call it from the event loop the LLM was used in."""
-        self.close()
-        if self._async_client is not None:
-            await self._async_client.wrapped.close()
-            self._async_client = None
 
     def _request(self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = {

@@ -1,0 +1,69 @@
+"""What the LangChain and LlamaIndex adapters share: the format options as model fields, and
+the wrapped clients built from them.
+
+Both frameworks' models are pydantic models, so this is a pydantic mixin; only the adapters
+import it (the core needs no pydantic).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
+
+from hermes_tools.client.lazy import LazyClients
+from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
+from hermes_tools.format import HermesFormat
+from hermes_tools.prompt import Syntax
+
+
+class HermesSettings(BaseModel):
+    """Format options (see `hermes_tools.HermesFormat`) and the clients they shape."""
+
+    syntax: Syntax = "json"
+    """Call syntax the prompt teaches: "json" or "qwen3_coder" (both are read)."""
+    call_tag: str = "tool_call"
+    response_tag: str = "tool_response"
+    instructions: str | None = None
+    """Replaces the how-to-call text of the tools prompt."""
+    prompt_template: str | None = None
+    """The whole tools prompt, with a `{tools}` placeholder."""
+    tool_result_role: Literal["user", "tool"] = "user"
+    system_prompt_in_user: bool = False
+    raw_json: bool = True
+    think_open: bool = False
+    repair_attempts: int = Field(default=1, ge=0)
+    """How many times to ask again when a reply's calls are unusable or a required call is
+    missing (0 disables)."""
+
+    _clients: LazyClients = PrivateAttr()
+
+    def _client_options(self) -> dict[str, Any]:
+        """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""
+        raise NotImplementedError
+
+    @model_validator(mode="after")
+    def _prepare_clients(self) -> HermesSettings:
+        # Building the format checks its options now; the clients wait for the first request.
+        self._clients = LazyClients(
+            HermesFormat.from_settings(self), self.repair_attempts, **self._client_options()
+        )
+        return self
+
+    @property
+    def client(self) -> HermesOpenAI:
+        """The wrapped `openai.OpenAI` client, built on first use."""
+        return self._clients.sync
+
+    @property
+    def async_client(self) -> AsyncHermesOpenAI:
+        """The wrapped `openai.AsyncOpenAI` client, built on first use."""
+        return self._clients.asynchronous
+
+    def close(self) -> None:
+        """Close the HTTP client built so far (it is built again if used)."""
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        """Close both HTTP clients; call it from the event loop they were used in."""
+        await self._clients.aclose()
