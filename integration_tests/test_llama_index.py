@@ -327,3 +327,16 @@ async def test_truncated_call_is_repaired_within_the_turn(
     assert str(result) == "Rome is 18 C."
     assert RAN == [("get_weather", {"city": "Rome"})]
     assert "truncated" in server.bodies()[1]["messages"][-1]["content"]
+
+
+def test_predict_and_call_keeps_one_call_when_parallel_calls_are_off(
+    server: ScriptedServer,
+) -> None:
+    RAN.clear()
+    llm = HermesLLM(model="qwen-test", api_base=server.base_url)
+    server.script(Reply(PARALLEL, chunks=4))
+    response = llm.predict_and_call([WEATHER], user_msg="Weather?", allow_parallel_tool_calls=False)
+    assert str(response) == "21 C"
+    assert RAN == [("get_weather", {"city": "Paris"})]
+    assert "at most one" in server.bodies()[0]["messages"][0]["content"]
+    llm.close()
