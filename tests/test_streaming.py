@@ -75,3 +75,8 @@ def test_feed_after_close_is_a_clear_error() -> None:
         parser.feed("x")
     with pytest.raises(TypeError, match="takes str"):
         StreamParser().feed(b"bytes")  # type: ignore[arg-type]
+
+
+def test_a_bad_call_tag_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="without angle brackets"):
+        StreamParser(call_tag="<tool_call>")

@@ -7,7 +7,6 @@ always agree.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,6 +16,7 @@ from hermes_tools.errors import FormatOptionError
 from hermes_tools.events import ParseResult
 from hermes_tools.prompt import Syntax, ToolChoice, system_prompt, tool_choice
 from hermes_tools.stream_parser import StreamParser, new_call_id
+from hermes_tools.tags import check_tag_name
 from hermes_tools.tools import Toolbox
 
 FORMAT_OPTIONS = (
@@ -30,8 +30,6 @@ FORMAT_OPTIONS = (
     "raw_json",
     "think_open",
 )
-_TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
-_RESERVED_TAGS = frozenset({"think", "tools", "function", "parameter"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +65,7 @@ class HermesFormat:
         if self.syntax not in ("json", "qwen3_coder"):
             raise FormatOptionError(f"syntax must be 'json' or 'qwen3_coder', not {self.syntax!r}.")
         for option in ("call_tag", "response_tag"):
-            value = getattr(self, option)
-            if not isinstance(value, str) or not _TAG_NAME.fullmatch(value):
-                raise FormatOptionError(
-                    f"{option} must be a tag name such as 'tool_call' (a letter, then letters, "
-                    f"digits, '_', '.', ':' or '-'), without angle brackets; got {value!r}."
-                )
-            if value in _RESERVED_TAGS:
-                raise FormatOptionError(f"{option} cannot be {value!r}: the format uses it.")
+            check_tag_name(option, getattr(self, option))
         if self.call_tag == self.response_tag:
             raise FormatOptionError("call_tag and response_tag must differ.")
         if self.tool_result_role not in ("user", "tool"):

@@ -22,7 +22,7 @@ from typing import Any
 from hermes_tools.block_text import BlockText
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, canonical, repair
 from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.pending_call import CallEmitter, PendingCall
+from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
 from hermes_tools.tags import NeedMore, TagMatcher
 from hermes_tools.tools import Toolbox
 
@@ -32,7 +32,6 @@ _IGNORED_KEYS = frozenset({"type", "id"})
 _FUNCTION_KEY = "function"
 _SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
 _SEPARATORS = re.compile(r"[\s,]*")
-TRUNCATED = "the output ended before the call was complete (truncated)"
 
 
 class _Field(enum.Enum):
@@ -55,11 +54,7 @@ def _field(key: str) -> _Field:
     return _Field.EXTRA
 
 
-class _Discard(NullSink):
-    """A sink for values that do not matter."""
-
-
-class _CollectString(_Discard):
+class _CollectString(NullSink):
     def __init__(self) -> None:
         self.parts: list[str] = []
 
@@ -98,13 +93,12 @@ class _StringArguments(_CollectString):
 
 
 class _Call:
-    __slots__ = ("args", "extras", "pending", "raw_start", "string_args")
+    __slots__ = ("args", "extras", "pending", "raw_start")
 
     def __init__(self, pending: PendingCall, raw_start: int) -> None:
         self.pending = pending
         self.raw_start = raw_start
         self.args: CanonicalWriter | None = None
-        self.string_args: _StringArguments | None = None
         self.extras: CanonicalWriter | None = None
 
 
@@ -359,7 +353,7 @@ class JsonCallReader:
             if kind == "{":
                 self._open_call()
             elif self._frames:
-                self._start_route(_Discard(), None, self._depth - 1)
+                self._start_route(NullSink(), None, self._depth - 1)
                 self._bad_item("a list of calls may only hold call objects")
             else:
                 self._frames.append(False)
@@ -369,7 +363,7 @@ class JsonCallReader:
         field, self._field = self._field, None
         if field is _Field.ARGUMENTS and call.args is not None:
             call.pending.fail_later("the call gives its arguments twice")
-            self._start_route(_Discard(), None, self._depth - 1)
+            self._start_route(NullSink(), None, self._depth - 1)
         elif field is _Field.ARGUMENTS and kind == "{":
             call.args = CanonicalWriter()
             self._start_route(call.args, field, self._depth - 1)
@@ -385,7 +379,7 @@ class JsonCallReader:
                 call.pending.fail_later("the arguments must be a JSON object, not an array")
             elif field is _Field.NAME:
                 call.pending.fail_later("the call's name must be a string")
-            self._start_route(_Discard(), None, self._depth - 1)
+            self._start_route(NullSink(), None, self._depth - 1)
 
     def end_container(self) -> None:
         self._depth -= 1
@@ -422,21 +416,20 @@ class JsonCallReader:
         call = self._call
         field, self._field = self._field, None
         if call is None:
-            self._start_route(_Discard(), None, self._depth)
+            self._start_route(NullSink(), None, self._depth)
             self._bad_item("a list of calls may only hold call objects")
             return
         if field in (_Field.NAME, _Field.FUNCTION):
             self._start_route(_CollectString(), _Field.NAME, self._depth)
         elif field is _Field.ARGUMENTS and call.args is None:
             call.args = CanonicalWriter()
-            call.string_args = _StringArguments(call.args)
-            self._start_route(call.string_args, field, self._depth)
+            self._start_route(_StringArguments(call.args), field, self._depth)
         elif field is _Field.EXTRA:
             assert call.extras is not None
             self._start_route(call.extras, field, self._depth)
             call.extras.begin_string()
         else:
-            self._start_route(_Discard(), None, self._depth)
+            self._start_route(NullSink(), None, self._depth)
 
     def string_chunk(self, text: str) -> None:
         if self._route is not None:
@@ -498,7 +491,6 @@ class JsonCallReader:
             call.pending.write_args(canonical(repaired))
         else:
             call.pending.fail_later("the arguments string does not hold a JSON object")
-        call.string_args = None
         call.args = None
 
     def _open_call(self) -> None:

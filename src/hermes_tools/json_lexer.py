@@ -126,17 +126,9 @@ class JsonLexer:
         self.done = False  # the top-level value is complete
         self.error: str | None = None
 
-    @property
-    def depth(self) -> int:
-        return len(self._stack)
-
     def detach(self) -> None:
         """Keep reading to find where the value ends, but report tokens to nobody."""
         self._sink = NullSink()
-
-    @property
-    def in_string(self) -> bool:
-        return self._quote is not None
 
     def feed(self, text: str, pos: int = 0) -> int:
         """Consume `text` from `pos`; return where it stopped.

@@ -30,10 +30,6 @@ class CanonicalWriter:
         self._after_key = False
         self.complete = False
 
-    @property
-    def depth(self) -> int:
-        return len(self._closers)
-
     def text(self) -> str:
         return "".join(self._parts)
 

@@ -16,6 +16,8 @@ from hermes_tools.events import InvalidToolCall, ToolCall
 from hermes_tools.json_lexer import canonical
 from hermes_tools.tools import Toolbox, is_tool_name
 
+TRUNCATED = "the output ended before the call was complete (truncated)"
+
 
 class CallEmitter(Protocol):
     """What the stream parser offers the call readers."""

@@ -42,7 +42,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from hermes_tools.errors import HermesToolsError
+from hermes_tools.errors import HermesToolsError, WrongTypeError
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -54,9 +54,10 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.json_calls import TRUNCATED, JsonCallReader
+from hermes_tools.json_calls import JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
-from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher
+from hermes_tools.pending_call import TRUNCATED
+from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher, check_tag_name
 from hermes_tools.tools import Toolbox
 from hermes_tools.xml_calls import XmlCallReader
 
@@ -149,9 +150,9 @@ class StreamParser:
         parse_calls: bool = True,
         call_id: Callable[[], str] = new_call_id,
     ) -> None:
+        check_tag_name("call_tag", call_tag)
         self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._call_id = call_id
-        self._parse_calls = parse_calls
         self._tagless = parse_calls and raw_json and bool(self._toolbox)
         self._blocks = {
             "<" + tag + ">": _block_tags(tag) for tag in dict.fromkeys((call_tag, "tools"))
@@ -203,7 +204,9 @@ class StreamParser:
                 "This StreamParser is closed; create a new one for the next message."
             )
         if not isinstance(text, str):
-            raise TypeError(f"feed() takes str, not {type(text).__name__}")
+            raise WrongTypeError(
+                f"feed() takes str, not {type(text).__name__}; decode bytes first."
+            )
         buf = self._held + text if self._held else text
         self._held = ""
         pos = 0

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
+
+from hermes_tools.errors import FormatOptionError
 
 # End-of-turn tokens some servers leave in the text; they are never content.
 END_TOKENS: Final = (
@@ -16,6 +19,21 @@ END_TOKENS: Final = (
     "<end_of_turn>",
     "<｜end▁of▁sentence｜>",  # noqa: RUF001 - DeepSeek's token really uses these characters
 )
+
+
+_TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
+_RESERVED_TAGS = frozenset({"think", "tools", "function", "parameter"})
+
+
+def check_tag_name(option: str, value: object) -> None:
+    """A tag name the caller chose (call tag, response tag) must be usable."""
+    if not isinstance(value, str) or not _TAG_NAME.fullmatch(value):
+        raise FormatOptionError(
+            f"{option} must be a tag name such as 'tool_call' (a letter, then letters, "
+            f"digits, '_', '.', ':' or '-'), without angle brackets; got {value!r}."
+        )
+    if value in _RESERVED_TAGS:
+        raise FormatOptionError(f"{option} cannot be {value!r}: the format uses it.")
 
 
 class NeedMore:

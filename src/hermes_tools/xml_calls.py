@@ -29,12 +29,10 @@ import re
 from hermes_tools.block_text import BlockText
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.pending_call import CallEmitter, PendingCall
+from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
 from hermes_tools.schema_values import convert, streams_as_string, value_types
 from hermes_tools.tags import END_TOKENS, NEED_MORE, NeedMore, TagMatcher
 from hermes_tools.tools import Toolbox
-
-from .json_calls import TRUNCATED
 
 _WHITESPACE = re.compile(r"\s*")
 _NAME_ATTRIBUTE = re.compile(r"""\s*name\s*=\s*["']?([^"'\s>]*)["']?\s*""")
@@ -93,7 +91,6 @@ class XmlCallReader:
         self._json: JsonLexer | None = None
         self._skip_error = ""
         # the value being read
-        self._param = ""
         self._types: frozenset[str] | None = None
         self._value_parts: list[str] = []
         self._fresh = False

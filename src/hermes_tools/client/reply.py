@@ -63,7 +63,6 @@ class ChoiceReply:
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> wire call, this attempt
         self._attempt_text = False  # content emitted in the current attempt
         self.attempt_errors: list[str] = []  # why the current attempt's calls were invalid
-        self.attempt_calls = 0
 
     # -- one attempt ---------------------------------------------------------------------------
 
@@ -72,7 +71,6 @@ class ChoiceReply:
         self._on_wire = {}
         self._attempt_text = False
         self.attempt_errors = []
-        self.attempt_calls = 0
 
     def text(self, text: str) -> list[Delta]:
         assert self._parser is not None
@@ -138,7 +136,6 @@ class ChoiceReply:
         return self._end(event)
 
     def _start(self, event: ToolCallStart) -> Delta | None:
-        self.attempt_calls += 1
         if event.name is None or self._refused(event.name) is not None:
             return None
         call = _WireCall(len(self.tool_calls), event.id, event.name)
