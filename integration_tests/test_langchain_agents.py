@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
@@ -165,7 +166,7 @@ def _sum_per_message(chunks: list[AIMessageChunk]) -> list[AIMessageChunk]:
 
 
 @pytest.mark.parametrize("agent_name", list(AGENTS))
-async def test_async_invoke_and_stream(
+async def test_async_invoke_and_stream_updates(
     agent_name: str, server: ScriptedServer, model: ChatHermes
 ) -> None:
     agent = AGENTS[agent_name](model)
@@ -174,6 +175,25 @@ async def test_async_invoke_and_stream(
     check_conversation(state["messages"], server)
     server.reset()
     EXECUTED.clear()
+    server.script(*[Reply(text, chunks=5) for text in TURNS])
+    updates = [
+        u
+        async for u in agent.astream({"messages": [HumanMessage(QUESTION)]}, stream_mode="updates")
+    ]
+    assert sum(1 for u in updates if "tools" in u) >= 2
+    assert ran_as_expected(), EXECUTED
+
+
+@pytest.mark.parametrize("agent_name", list(AGENTS))
+async def test_async_stream_messages(
+    agent_name: str, server: ScriptedServer, model: ChatHermes
+) -> None:
+    if agent_name == "langchain-create_agent" and sys.version_info < (3, 11):
+        pytest.skip(
+            "create_agent streams no model tokens in async messages mode before Python 3.11 "
+            "(callbacks do not reach the model call); LangChain's own models behave the same"
+        )
+    agent = AGENTS[agent_name](model)
     server.script(*[Reply(text, chunks=5) for text in TURNS])
     chunks = [
         m
@@ -184,20 +204,8 @@ async def test_async_invoke_and_stream(
     ]
     steps = _sum_per_message(chunks)
     assert [len(s.tool_calls) for s in steps] == [2, 1, 0]
+    assert steps[-1].content == "Paris is 21 C (69.8 F) and Rome is 18 C."
     assert ran_as_expected(), EXECUTED
-    server.reset()
-    EXECUTED.clear()
-    server.script(*[Reply(text, chunks=5) for text in TURNS])
-    updates = [
-        u
-        async for u in agent.astream({"messages": [HumanMessage(QUESTION)]}, stream_mode="updates")
-    ]
-    assert sum(1 for u in updates if "tools" in u) >= 2
-    assert ran_as_expected(), EXECUTED
-    streamed_final = steps[-1]
-    assert normalized(AIMessage(content=streamed_final.content)) == normalized(
-        AIMessage(content=state["messages"][-1].content)
-    )
 
 
 def test_streamed_steps_equal_the_invoked_messages(
