@@ -98,9 +98,15 @@ def main() -> None:
         seconds = best_of(text, chunk, args.repeat if chunk != 1 else 1)
         print(f"  {label:15} {megabytes / seconds:7.2f} MB/s  ({seconds:.3f} s)")
     print("growth for a 10x larger input (linear cost: ratio near 10):")
-    for label, chunk in (("whole", None), ("16-char chunks", 16)):
-        small = statistics.median(parse_seconds(text, chunk) for _ in range(args.repeat))
-        big = statistics.median(parse_seconds(large, chunk) for _ in range(args.repeat))
+    prose = "a < b, {x} and `y` " * (size // 18)  # text only: many stops, no calls
+    cases = (
+        ("mixed, whole", text, large, None),
+        ("mixed, 16-char", text, large, 16),
+        ("prose, whole", prose, prose * 10, None),
+    )
+    for label, small_text, big_text, chunk in cases:
+        small = statistics.median(parse_seconds(small_text, chunk) for _ in range(args.repeat))
+        big = statistics.median(parse_seconds(big_text, chunk) for _ in range(args.repeat))
         print(f"  {label:15} {big / small:5.2f}x  ({small:.3f} s -> {big:.3f} s)")
 
 

@@ -171,6 +171,7 @@ class StreamParser:
         self._held = ""
         self._closed = False
         self._out: list[Event] = []
+        self._fragments: list[str] = []  # texts of the last event in _out, still merging
         self._next_index = 0
         self._tool_calls: list[ToolCall] = []
         self._invalid_calls: list[InvalidToolCall] = []
@@ -263,24 +264,41 @@ class StreamParser:
         self._release(event)
 
     def _release(self, event: Event) -> None:
-        out = self._out
-        if out and type(out[-1]) is type(event):
-            # Merge fragments settled by the same feed: fewer, larger events downstream.
-            last = out[-1]
-            if isinstance(last, (TextDelta, ReasoningDelta)):
-                out[-1] = type(last)(last.text + event.text)  # type: ignore[union-attr]
-                return
-            if isinstance(last, ToolCallArgsDelta) and last.index == event.index:  # type: ignore[union-attr]
-                out[-1] = ToolCallArgsDelta(last.index, last.text + event.text)  # type: ignore[union-attr]
-                return
-        out.append(event)
+        # Fragments settled by the same feed merge into one event (fewer, larger events
+        # downstream); their texts are joined once, when the merged event is complete.
+        if self._merging(event):
+            self._fragments.append(event.text)  # type: ignore[union-attr]
+            return
+        self._settle_fragments()
+        self._out.append(event)
+        if isinstance(event, (TextDelta, ReasoningDelta, ToolCallArgsDelta)):
+            self._fragments = [event.text]
         if isinstance(event, ToolCallEnd):
             if isinstance(event.call, ToolCall):
                 self._tool_calls.append(event.call)
             else:
                 self._invalid_calls.append(event.call)
 
+    def _merging(self, event: Event) -> bool:
+        if not self._fragments or type(self._out[-1]) is not type(event):
+            return False
+        last = self._out[-1]
+        return not isinstance(last, ToolCallArgsDelta) or last.index == event.index  # type: ignore[union-attr]
+
+    def _settle_fragments(self) -> None:
+        if len(self._fragments) > 1:
+            last = self._out[-1]
+            text = "".join(self._fragments)
+            if isinstance(last, ToolCallArgsDelta):
+                self._out[-1] = ToolCallArgsDelta(last.index, text)
+            elif isinstance(last, ReasoningDelta):
+                self._out[-1] = ReasoningDelta(text)
+            else:
+                self._out[-1] = TextDelta(text)
+        self._fragments = []
+
     def _take_events(self) -> list[Event]:
+        self._settle_fragments()
         events, self._out = self._out, []
         return events
 
@@ -389,8 +407,9 @@ class StreamParser:
         at = pos
         while True:
             tick = buf.find("`", at)
-            newline = buf.find("\n", at)
-            if newline >= 0 and (tick < 0 or newline < tick):
+            # Only a line break before that backtick matters; never search past it.
+            newline = buf.find("\n", at, tick if tick >= 0 else len(buf))
+            if newline >= 0:
                 self._text(buf[pos : newline + 1])
                 self._state = CONTENT
                 return newline + 1
