@@ -90,30 +90,34 @@ def new_call_id() -> str:
 class _Channel:
     """Content or reasoning: holds trailing whitespace, drops leading whitespace."""
 
-    __slots__ = ("parts", "pending", "started")
+    __slots__ = ("_pending", "parts", "started")
 
     def __init__(self) -> None:
         self.parts: list[str] = []
-        self.pending = ""
+        self._pending: list[str] = []  # trailing whitespace, in pieces (runs can be long)
         self.started = False
 
     def write(self, text: str) -> str:
         """The part of `text` that is settled now ("" while it is only whitespace)."""
-        body = text.rstrip()
-        if not body:
-            self.pending += text
+        stripped = text.rstrip()
+        if not stripped:
+            self._pending.append(text)
             return ""
         if self.started:
-            body = self.pending + body
+            body = "".join(self._pending) + stripped
         else:
-            body = body.lstrip()
+            body = stripped.lstrip()
             self.started = True
-        self.pending = text[len(text.rstrip()) :]
+        self._pending = [text[len(stripped) :]]
         self.parts.append(body)
         return body
 
+    def drop_pending(self, replacement: str = "") -> None:
+        """The held whitespace was layout (a tag follows); `replacement` takes its place."""
+        self._pending = [replacement] if replacement else []
+
     def take_pending(self) -> str:
-        pending, self.pending = self.pending, ""
+        pending, self._pending = "".join(self._pending), []
         return pending
 
 
@@ -322,8 +326,8 @@ class StreamParser:
 
     def _boundary(self) -> None:
         """A structural tag: the whitespace before it was layout."""
-        self._content.pending = ""
-        self._reasoning.pending = ""
+        self._content.drop_pending()
+        self._reasoning.drop_pending()
         self._line_start = True
 
     # -- CONTENT ----------------------------------------------------------------------------
@@ -366,7 +370,7 @@ class StreamParser:
         if kind == "think_open" and not self._segment_has_text:
             self._boundary()
             if self._reasoning.started:
-                self._reasoning.pending = "\n\n"  # keep separate think blocks apart
+                self._reasoning.drop_pending("\n\n")  # keep separate think blocks apart
             self._state = REASONING
             return end
         if kind in ("drop", "think_close"):
