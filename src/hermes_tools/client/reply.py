@@ -61,6 +61,7 @@ class ChoiceReply:
         self.valid_calls = 0
         self._parser: StreamParser | None = None
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> wire call, this attempt
+        self._refusals: dict[int, str] = {}  # parser index -> why the policy kept it off
         self._attempt_text = False  # content emitted in the current attempt
         self.attempt_errors: list[str] = []  # why the current attempt's calls were invalid
 
@@ -69,6 +70,7 @@ class ChoiceReply:
     def start_attempt(self, parser: StreamParser) -> None:
         self._parser = parser
         self._on_wire = {}
+        self._refusals = {}
         self._attempt_text = False
         self.attempt_errors = []
 
@@ -136,7 +138,11 @@ class ChoiceReply:
         return self._end(event)
 
     def _start(self, event: ToolCallStart) -> Delta | None:
-        if event.name is None or self._refused(event.name) is not None:
+        if event.name is None:
+            return None
+        refusal = self._refused(event.name)
+        if refusal is not None:
+            self._refusals[event.index] = refusal
             return None
         call = _WireCall(len(self.tool_calls), event.id, event.name)
         self.tool_calls.append(call)
@@ -156,7 +162,7 @@ class ChoiceReply:
         wire = self._on_wire.get(event.index)
         call = event.call
         if isinstance(call, ToolCall):
-            refusal = self._refused(call.name) if wire is None else None
+            refusal = self._refusals.get(event.index)
             if refusal is None:
                 self.valid_calls += 1
                 return None

@@ -85,22 +85,12 @@ class CompletionSession:
             self._add_usage(chunk.usage.model_dump(exclude_none=True))
         out: list[ChatCompletionChunk] = []
         for choice in chunk.choices:
-            reply = self._reply(choice.index)
             deltas: list[Delta] = []
             if choice.index not in self._announced:
                 self._announced.add(choice.index)
                 deltas.append({"role": "assistant"})
-            delta = choice.delta
-            deltas += reply.upstream_reasoning(_reasoning_of(delta))
-            if delta.tool_calls:
-                deltas += reply.upstream_tool_calls(
-                    [call.model_dump(exclude_none=True) for call in delta.tool_calls]
-                )
-            if delta.content:
-                self._raw_text[choice.index].append(delta.content)
-                deltas += reply.text(delta.content)
-            if choice.finish_reason is not None:
-                self._finish[choice.index] = choice.finish_reason
+            calls = [call.model_dump(exclude_none=True) for call in choice.delta.tool_calls or []]
+            deltas += self._take(choice.index, choice.delta, calls, choice.finish_reason)
             out += [self._chunk(choice.index, d) for d in deltas]
         return out
 
@@ -137,22 +127,29 @@ class CompletionSession:
         if response.usage is not None:
             self._add_usage(response.usage.model_dump(exclude_none=True))
         for choice in response.choices:
-            reply = self._reply(choice.index)
             message = choice.message
-            reply.upstream_reasoning(_reasoning_of(message))
-            if message.tool_calls:
-                reply.upstream_tool_calls(
-                    [
-                        {"index": i, **call.model_dump(exclude_none=True)}
-                        for i, call in enumerate(message.tool_calls)
-                    ]
-                )
-            if message.content:
-                self._raw_text[choice.index].append(message.content)
-                reply.text(message.content)
-            reply.finish_attempt()
-            self._finish[choice.index] = choice.finish_reason
+            calls = [
+                {"index": i, **call.model_dump(exclude_none=True)}
+                for i, call in enumerate(message.tool_calls or [])
+            ]
+            self._take(choice.index, message, calls, choice.finish_reason)
+            self._replies[choice.index].finish_attempt()
         return self._ask_again()
+
+    def _take(
+        self, index: int, part: BaseModel, calls: list[Delta], finish: str | None
+    ) -> list[Delta]:
+        """One choice's piece of a reply (a chunk's delta or a whole message), as deltas."""
+        reply = self._reply(index)
+        deltas = reply.upstream_reasoning(_reasoning_of(part))
+        deltas += reply.upstream_tool_calls(calls)
+        content = getattr(part, "content", None)
+        if content:
+            self._raw_text[index].append(content)
+            deltas += reply.text(content)
+        if finish is not None:
+            self._finish[index] = finish
+        return deltas
 
     def result(self) -> ChatCompletion:
         choices = [
