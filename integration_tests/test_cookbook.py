@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scripted_server import Reply, ScriptedServer
 
 COOKBOOK = Path(__file__).resolve().parents[1] / "cookbook"
@@ -51,22 +53,6 @@ def test_langgraph_agent(server: ScriptedServer) -> None:
     assert len(server.bodies()) == 3
 
 
-def test_langgraph_agent_explains_what_to_run_when_nothing_answers() -> None:
-    done = run_script("langgraph_agent.py", "http://127.0.0.1:9/v1")
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr
-    assert "Nothing answered at http://127.0.0.1:9/v1" in done.stderr
-    for server_kind in ("Ollama", "vLLM", "llama.cpp", "LM Studio", "DeepSeek", "OpenRouter"):
-        assert server_kind in done.stderr
-
-
-def test_langgraph_agent_help() -> None:
-    done = run_script("langgraph_agent.py", "http://127.0.0.1:9/v1", "--help")
-    assert done.returncode == 0
-    assert "OPENAI_BASE_URL" in done.stdout
-    assert "--model" in done.stdout
-
-
 def test_llamaindex_agent(server: ScriptedServer) -> None:
     server.script(
         Reply(
@@ -92,13 +78,6 @@ def test_llamaindex_agent(server: ScriptedServer) -> None:
     assert "12 * 12 = 144." in out
     documents_request = str(server.bodies()[1]["messages"])
     assert "hermes-tools" in documents_request  # the README went to the model as context
-
-
-def test_llamaindex_agent_explains_what_to_run_when_nothing_answers() -> None:
-    done = run_script("llamaindex_agent.py", "http://127.0.0.1:9/v1")
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr
-    assert "Nothing answered at http://127.0.0.1:9/v1" in done.stderr
 
 
 def test_structured_output(server: ScriptedServer) -> None:
@@ -152,16 +131,32 @@ def test_openai_client(server: ScriptedServer) -> None:
     assert len(results) == 2  # the tool result went back each time
 
 
-def test_every_cookbook_script_has_help() -> None:
-    scripts = sorted(p.name for p in COOKBOOK.glob("*.py") if p.name != "common.py")
-    assert scripts == [
-        "langgraph_agent.py",
-        "llamaindex_agent.py",
-        "openai_client.py",
-        "reasoning_model.py",
-        "structured_output.py",
-    ]
-    for script in scripts:
-        done = run_script(script, "http://127.0.0.1:9/v1", "--help")
-        assert done.returncode == 0, script
-        assert "OPENAI_BASE_URL" in done.stdout, script
+SCRIPTS = [
+    "langgraph_agent.py",
+    "llamaindex_agent.py",
+    "openai_client.py",
+    "reasoning_model.py",
+    "structured_output.py",
+]
+
+
+def test_the_cookbook_is_these_scripts() -> None:
+    assert sorted(p.name for p in COOKBOOK.glob("*.py") if p.name != "common.py") == SCRIPTS
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_help(script: str) -> None:
+    done = run_script(script, "http://127.0.0.1:9/v1", "--help")
+    assert done.returncode == 0
+    assert "OPENAI_BASE_URL" in done.stdout
+    assert "--model" in done.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_explains_what_to_run_when_nothing_answers(script: str) -> None:
+    done = run_script(script, "http://127.0.0.1:9/v1")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "Nothing answered at http://127.0.0.1:9/v1" in done.stderr
+    for server_kind in ("Ollama", "vLLM", "llama.cpp", "LM Studio", "DeepSeek", "OpenRouter"):
+        assert server_kind in done.stderr
