@@ -159,3 +159,10 @@ def test_held_back_tag_start_is_flushed_at_the_end() -> None:
 def test_stray_closing_tags_are_dropped() -> None:
     assert parse_every_way("Done.</tool_call>", TOOLS).content == "Done."
     assert parse_every_way("Answer</think> here", TOOLS).content == "Answer here"
+
+
+def test_a_fence_with_a_very_long_first_line_is_code() -> None:
+    text = "```" + "x" * 200 + "\n" + CALL + "\n```"
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == text

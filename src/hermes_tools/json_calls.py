@@ -23,7 +23,7 @@ from hermes_tools.block_text import BlockText
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, canonical, repair
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
-from hermes_tools.tags import NeedMore, TagMatcher
+from hermes_tools.tags import NeedMore, TagMatcher, cut_off
 from hermes_tools.tools import Toolbox
 
 _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
@@ -225,7 +225,7 @@ class JsonCallReader:
             if text.startswith("```", pos):
                 newline = text.find("\n", pos)
                 return pos if newline < 0 else newline + 1
-            if "```".startswith(text[pos:]):
+            if cut_off(text, pos, "```"):
                 return pos
         if ch == "<" and not self._strict:
             found = self._tags.match(text, pos)

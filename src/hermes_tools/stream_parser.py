@@ -57,7 +57,7 @@ from hermes_tools.events import (
 from hermes_tools.json_calls import JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
-from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher, check_tag_name
+from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher, check_tag_name, cut_off
 from hermes_tools.tools import Toolbox
 from hermes_tools.xml_calls import XmlCallReader
 
@@ -77,6 +77,7 @@ from hermes_tools.xml_calls import XmlCallReader
 _CONTENT_STOPS = re.compile(r"[<`{]")
 _WHITESPACE = re.compile(r"\s*")
 _LINE_INDENT = re.compile(r"[ \t]*")
+_MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for its end
 
 
 class ParserClosedError(HermesToolsError, RuntimeError):
@@ -492,7 +493,7 @@ class StreamParser:
             return start
         if buf.startswith("<function", start):
             self._reader = self._xml_reader(wrapped=True)
-        elif len(buf) - start < len("<function") and "<function".startswith(buf[start:]):
+        elif cut_off(buf, start, "<function"):
             return start
         else:
             self._reader = JsonCallReader(self, self._toolbox, self._block.json)
@@ -564,13 +565,14 @@ class StreamParser:
 
     def _in_fence_head(self, buf: str, pos: int) -> int:
         """```json  then a `{` on the next line: maybe a bare call in a fence."""
-        newline = buf.find("\n", pos)
-        if newline < 0:
+        newline = buf.find("\n", pos, pos + _MAX_FENCE_LINE)
+        if newline < 0 and len(buf) - pos < _MAX_FENCE_LINE:
+            return pos  # the fence's line may still end
+        # A line longer than that is code, not a language word: this fence holds no call.
+        start = _skip_whitespace(buf, newline + 1) if newline >= 0 else pos
+        if newline >= 0 and start == len(buf):
             return pos
-        start = _skip_whitespace(buf, newline + 1)
-        if start == len(buf):
-            return pos
-        if buf[start] != "{":
+        if newline < 0 or buf[start] != "{":
             self._reject()
             self._open_fence(self._fence_len)
             return pos
@@ -632,7 +634,7 @@ class StreamParser:
                 tentative.awaiting_fence_close = False
                 tentative.resume = CONTENT
                 return pos + 3
-            if "```".startswith(buf[pos:]):
+            if cut_off(buf, pos, "```"):
                 return pos
         elif tentative.channel is self._content and buf[pos] == "{" and tentative.new_line:
             tentative.new_line = False
@@ -645,7 +647,7 @@ class StreamParser:
                 self._block = self._call_tag
                 self._state = BODY_START
                 return pos + len(opening)
-            if len(buf) - pos < len(opening) and opening.startswith(buf[pos:]):
+            if cut_off(buf, pos, opening):
                 return pos
         if buf[pos] == "<":
             found = self._end_tokens.match(buf, pos)

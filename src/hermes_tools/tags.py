@@ -36,6 +36,11 @@ def check_tag_name(option: str, value: object) -> None:
         raise FormatOptionError(f"{option} cannot be {value!r}: the format uses it.")
 
 
+def cut_off(text: str, pos: int, word: str) -> bool:
+    """Whether `text` ends, from `pos`, with a beginning of `word` (more text may finish it)."""
+    return len(text) - pos < len(word) and word.startswith(text[pos:])
+
+
 class NeedMore:
     """The text ends inside something that may still become a tag."""
 
@@ -57,12 +62,11 @@ class TagMatcher:
     def match(self, text: str, pos: int) -> tuple[str, int] | NeedMore | None:
         """At `text[pos] == "<"`: the kind and end of the tag there, NEED_MORE when the text
         ends on what could still be a tag, or None when no tag starts here."""
-        rest = len(text) - pos
         need_more = False
         for tag, kind in self._tags:
             if text.startswith(tag, pos):
                 return kind, pos + len(tag)
-            if rest < len(tag) and tag.startswith(text[pos:]):
+            if cut_off(text, pos, tag):
                 need_more = True
         return NEED_MORE if need_more else None
 
