@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
+import live
 from scripted_server import ScriptedServer
 
 
@@ -37,3 +38,15 @@ def openai_client(server: ScriptedServer) -> Iterator[OpenAI]:
 async def async_openai_client(server: ScriptedServer) -> AsyncIterator[AsyncOpenAI]:
     async with AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def live_endpoint() -> Iterator[live.Endpoint]:
+    """The live endpoint (HERMES_TEST_BASE_URL) or a local model (HERMES_TEST_LOCAL)."""
+    yield from live.configured_live()
+
+
+@pytest.fixture(scope="session")
+def real_endpoint() -> Iterator[live.Endpoint]:
+    """The local real model of the smoke suite (HERMES_REAL_MODEL)."""
+    yield from live.serve_local(live.REAL_MODEL)

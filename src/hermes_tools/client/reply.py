@@ -28,16 +28,19 @@ from hermes_tools.events import (
 )
 from hermes_tools.prompt import ToolChoice
 from hermes_tools.stream_parser import StreamParser
+from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """What the request allows: which tool must be called, and how many calls."""
+    """What the request allows: which tools exist (and their schemas), which tool must be
+    called, and how many calls."""
 
     choice: ToolChoice
     single_call: bool
+    toolbox: Toolbox = field(default_factory=Toolbox)
 
 
 @dataclass(slots=True)
@@ -152,6 +155,8 @@ class ChoiceReply:
     def _refused(self, name: str) -> str | None:
         """Why the request's tool choice rules out a call to `name`, if it does."""
         policy = self._policy
+        if policy.toolbox and not policy.toolbox.is_bound(name):
+            return policy.toolbox.argument_problem(name, {})
         if policy.choice.name is not None and name != policy.choice.name:
             return f"tool_choice requires a call to {policy.choice.name}, not {name}"
         if policy.single_call and self.valid_calls >= 1:
@@ -163,6 +168,8 @@ class ChoiceReply:
         call = event.call
         if isinstance(call, ToolCall):
             refusal = self._refusals.get(event.index)
+            if refusal is None:
+                refusal = self._policy.toolbox.argument_problem(call.name, call.arguments)
             if refusal is None:
                 self.valid_calls += 1
                 return None

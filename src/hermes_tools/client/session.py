@@ -54,7 +54,7 @@ class CompletionSession:
         self._choice = fmt.tool_choice(self._toolbox, choice_value if given(choice_value) else None)
         parallel = kwargs.get("parallel_tool_calls")
         parallel = parallel if given(parallel) else None
-        self._policy = CallPolicy(self._choice, single_call=parallel is False)
+        self._policy = CallPolicy(self._choice, parallel is False, self._toolbox)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
         messages = kwargs.get("messages") or []
         self._messages = (
