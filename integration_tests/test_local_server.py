@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -32,8 +31,8 @@ SMALL = "smollm2-135m"
 
 
 @pytest.fixture(scope="module")
-def small_model() -> Iterator[Path]:
-    yield ensure_model(find_model(SMALL), progress=None)
+def small_model() -> Path:
+    return ensure_model(find_model(SMALL), progress=None)
 
 
 def test_without_the_server_installed_the_error_says_what_to_install(
