@@ -1,15 +1,18 @@
 """The long fuzz run: many generated replies, every option set, every split.
 
     nice uv run python tests/fuzz.py [--inputs 60000] [--seed 1] [--jobs 2] [--examples 2]
+                                     [--dump findings.jsonl]
 
 Prints how many inputs and parser runs it made, then every kind of finding with how many
-inputs showed it and the shortest of them. Exit status 1 when anything was found. The CI test
-(`tests/test_fuzz.py`) runs the same grammar and oracle on a short hypothesis budget.
+inputs showed it and the shortest of them (`--dump` writes every finding, one JSON line per
+input). Exit status 1 when anything was found. The CI test (`tests/test_fuzz.py`) runs the
+same grammar and oracle on a short hypothesis budget.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import random
 import sys
@@ -22,25 +25,36 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fuzz_grammar import RandomChooser, generate
 from fuzz_oracle import check
 
+Result = tuple[int, int, Counter[str], dict[str, list[str]], list[dict[str, object]]]
 
-def _work(job: tuple[int, int, int]) -> tuple[int, int, Counter[str], dict[str, list[str]]]:
+
+def _work(job: tuple[int, int, int]) -> Result:
     seed, first, count = job
     inputs = runs = 0
     kinds: Counter[str] = Counter()
     shortest: dict[str, list[str]] = {}
+    dumped: list[dict[str, object]] = []
     for number in range(first, first + count):
         rng = random.Random(f"{seed}-{number}")
         case = generate(RandomChooser(rng))
         findings, made = check(case, rng)
         inputs += 1
         runs += made
+        if findings:
+            dumped.append(
+                {
+                    "input": number,
+                    "text": case.text,
+                    "findings": sorted({f"{f.signature()} [{f.options}]" for f in findings}),
+                }
+            )
         for signature in {finding.signature() for finding in findings}:
             kinds[signature] += 1
             examples = shortest.setdefault(signature, [])
             examples.append(case.text)
             examples.sort(key=len)
             del examples[3:]
-    return inputs, runs, kinds, shortest
+    return inputs, runs, kinds, shortest, dumped
 
 
 def main() -> int:
@@ -49,6 +63,7 @@ def main() -> int:
     options.add_argument("--seed", type=int, default=1)
     options.add_argument("--jobs", type=int, default=2)
     options.add_argument("--examples", type=int, default=1, help="shortest inputs shown per kind")
+    options.add_argument("--dump", type=Path, help="write every finding here, as JSON lines")
     args = options.parse_args()
     batch = 200
     jobs = [
@@ -59,8 +74,12 @@ def main() -> int:
     inputs = runs = 0
     kinds: Counter[str] = Counter()
     shortest: dict[str, list[str]] = {}
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     with multiprocessing.Pool(args.jobs) as pool:
-        for done, made, found, examples in pool.imap_unordered(_work, jobs):
+        for done, made, found, examples, dumped in pool.imap_unordered(_work, jobs):
+            if dump is not None:
+                for line in dumped:
+                    dump.write(json.dumps(line, ensure_ascii=True) + "\n")
             inputs += done
             runs += made
             kinds.update(found)
@@ -69,6 +88,8 @@ def main() -> int:
                 shortest[signature] = merged[: args.examples]
             print(f"\r{inputs:,} inputs, {runs:,} runs", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
+    if dump is not None:
+        dump.close()
     seconds = time.perf_counter() - started
     print(f"inputs: {inputs:,}  parser runs: {runs:,}  ({seconds:.0f} s, seed {args.seed})")
     print(f"inputs with findings, by kind: {len(kinds)} kinds")

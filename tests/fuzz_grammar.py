@@ -203,6 +203,7 @@ class _Builder:
         self._pending: list[tuple[str, int | None]] = []
         self._owner: int | None = None  # the call whose markers are being written
         self.damaged_from: int | None = None  # tag soup: everything after it is ANY
+        self.text_since_call = False  # visible text since the start or the last call block
 
     # -- markers and values ---------------------------------------------------------------
 
@@ -260,6 +261,10 @@ class _Builder:
         self._pending = []
         self.pieces.append(text)
         self.length += len(text)
+        if kind in ("json_call", "xml_call"):
+            self.text_since_call = False
+        elif kind not in ("think", "newline", "end_token", "unclosed_think"):
+            self.text_since_call = True
 
     def text(self) -> str:
         return "".join(self.pieces)
@@ -596,7 +601,7 @@ def _tools_echo(b: _Builder) -> None:
 def _end_token(b: _Builder) -> None:
     b.add(pick(b.c, END_TOKENS), TEXT, "end_token")
     # Until end tokens end the reply, what follows one may be read either way.
-    b.damaged_from = b.length
+    b.damaged_from = b.length if b.damaged_from is None else b.damaged_from
 
 
 def _tag_soup(b: _Builder) -> None:
@@ -648,8 +653,14 @@ def _cut_off_call(b: _Builder) -> None:
 
 
 def _unclosed_think_then_call(b: _Builder) -> None:
+    late = b.text_since_call  # after text, an unclosed think is all text: no call runs
     b.add(f"<think>{b.words(_PROSE_CHARS)}\n", TEXT, "unclosed_think", tentative=True)
+    first = len(b.calls)
     _json_block(b, tentative=True)
+    if late:
+        b.segments[-1].home = ANY  # text by default, a call when the reply starts thinking
+        for call in b.calls[first:]:
+            call.must_parse = False
 
 
 _ENDINGS = [_bare_json, _cut_off_call, _unclosed_think_then_call]
