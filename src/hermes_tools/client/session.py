@@ -18,6 +18,7 @@ from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
 from hermes_tools.errors import HermesToolsError
 from hermes_tools.format import HermesFormat
 from hermes_tools.tools import Toolbox
+from hermes_tools.trust import QuotedCalls, conversation_texts
 
 _TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
@@ -57,6 +58,7 @@ class CompletionSession:
         self._policy = CallPolicy(self._choice, parallel is False, self._toolbox)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
         messages = kwargs.get("messages") or []
+        self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
         self._messages = (
             fmt.render_messages(messages, self._toolbox, self._choice, parallel)
             if uses_tools(kwargs)
@@ -215,7 +217,9 @@ class CompletionSession:
         if index not in self._attempt_started:
             self._attempt_started.add(index)
             self._raw_text[index] = []
-            reply.start_attempt(self._fmt.stream_parser(self._toolbox, self._choice))
+            reply.start_attempt(
+                self._fmt.stream_parser(self._toolbox, self._choice, untrusted=self._quoted)
+            )
         return reply
 
     def _remember_metadata(self, response: ChatCompletion | ChatCompletionChunk) -> None:
