@@ -43,6 +43,12 @@ class Reply:
       without a finish reason or `[DONE]`.
     - `delay`: seconds to wait before the first byte.
     - `match`: only for requests whose last user message contains this text.
+    - `id`: the completion id to send (Ollama's repeat: `chatcmpl-<0..998>`).
+    - `others`: the texts of further choices (`n > 1`), streamed interleaved with the first.
+    - `odd_events`: also stream what some servers send and the SDK passes on: `data: {}`,
+      a chunk with `"choices": null`, a choice without `delta`.
+    - `stream_usage`: False to send no usage chunk even when asked (llama.cpp's Python
+      server); `reject_stream_options`: answer 400 to a request with `stream_options`.
     """
 
     text: str = ""
@@ -57,6 +63,11 @@ class Reply:
     delay: float = 0.0
     match: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    id: str | None = None
+    others: list[str] = field(default_factory=list)
+    odd_events: bool = False
+    stream_usage: bool = True
+    reject_stream_options: bool = False
 
 
 @dataclass
@@ -190,12 +201,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
+        if reply.reject_stream_options and "stream_options" in body:
+            payload = {"error": {"message": "Unrecognized request argument: stream_options"}}
+            self._json(400, payload)
+            return
         if reply.status != 200:
             kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
             payload = {"error": {"message": reply.text or "scripted failure", "type": kind}}
             self._json(reply.status, payload, reply.headers)
             return
-        completion_id = self.server_state.next_id()
+        completion_id = reply.id or self.server_state.next_id()
         model = str(body.get("model") or "scripted")
         if body.get("stream"):
             self._stream(completion_id, model, body, reply)
@@ -221,6 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = include_usage and reply.stream_usage
         for sent, event in enumerate(_events(completion_id, model, reply, include_usage)):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 self.wfile.flush()
@@ -252,15 +268,21 @@ def _completion(completion_id: str, model: str, reply: Reply) -> dict[str, Any]:
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
+    choices = [
+        {"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}
+    ]
+    for index, text in enumerate(reply.others, start=1):
+        other = {"role": "assistant", "content": text}
+        choices.append(
+            {"index": index, "message": other, "finish_reason": "stop", "logprobs": None}
+        )
     return {
         "id": completion_id,
         "object": "chat.completion",
         "created": 1_760_000_000,
         "model": model,
         "system_fingerprint": "fp_scripted",
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}
-        ],
+        "choices": choices,
         "usage": _usage(reply),
     }
 
@@ -281,23 +303,43 @@ def _pieces(text: str, chunks: int | Sequence[int] | None) -> Iterator[str]:
         yield text[position:]
 
 
+def _pieces_list(text: str, chunks: int | Sequence[int] | None) -> list[str]:
+    return list(_pieces(text, chunks))
+
+
 def _events(completion_id: str, model: str, reply: Reply, include_usage: bool) -> Iterator[str]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> str:
         payload = {
             "id": completion_id,
             "object": "chat.completion.chunk",
             "created": 1_760_000_000,
             "model": model,
             "system_fingerprint": "fp_scripted",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "choices": [
+                {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+            ],
         }
         return json.dumps(payload)
 
     yield chunk({"role": "assistant", "content": ""})
+    if reply.odd_events:
+        yield "{}"
+        yield json.dumps({"id": completion_id, "object": "chat.completion.chunk", "choices": None})
+        yield json.dumps(
+            {"id": completion_id, "object": "chat.completion.chunk", "choices": [{"index": 0}]}
+        )
     for piece in _pieces(reply.reasoning or "", reply.chunks):
         yield chunk({"reasoning_content": piece})
-    for piece in _pieces(reply.text, reply.chunks):
+    others = [list(_pieces(text, reply.chunks)) for text in reply.others]
+    for position, piece in enumerate(_pieces(reply.text, reply.chunks)):
         yield chunk({"content": piece})
+        for index, pieces in enumerate(others, start=1):
+            if position < len(pieces):
+                yield chunk({"content": pieces[position]}, index=index)
+    for index, pieces in enumerate(others, start=1):
+        for piece in pieces[len(_pieces_list(reply.text, reply.chunks)) :]:
+            yield chunk({"content": piece}, index=index)
+        yield chunk({}, "stop", index=index)
     for index, call in enumerate(reply.tool_calls or []):
         yield chunk({"tool_calls": [{"index": index, **call}]})
     yield chunk({}, reply.finish_reason)

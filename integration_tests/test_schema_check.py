@@ -37,9 +37,11 @@ def test_arguments_that_do_not_fit_are_asked_again_with_the_schema_error(
     whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=5), FIXED])
     same_answer(whole, streamed)
     message = whole.choices[0].message
-    assert json.loads(message.tool_calls[-1].function.arguments) == {"city": "Paris"}
-    (invalid,) = message.invalid_tool_calls
-    assert reason in invalid["error"]
+    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "Paris"}]
+    assert message.invalid_tool_calls == []  # the rejected attempt leaves no trace ...
+    (repair,) = message.repairs  # ... but its text and the reason asked again
+    assert json.loads(repair["reply"].split("\n")[1])["arguments"] == arguments
+    assert reason in repair["reason"]
     retry = server.bodies()[1]["messages"][-1]
     assert retry["role"] == "user"
     assert reason in retry["content"]

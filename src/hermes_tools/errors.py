@@ -1,4 +1,9 @@
-"""Exceptions for misuse by the caller. Bad model output never raises; it becomes data."""
+"""Exceptions for misuse by the caller, and for a request whose contract the model did not keep.
+
+Bad model output never raises from the parser; it becomes data (invalid calls). The one reply
+that fails a request is a missing required call: `tool_choice` asked for one, and after the
+allowed repairs the model still made none it could use.
+"""
 
 from __future__ import annotations
 
@@ -21,3 +26,7 @@ class MessageFormatError(HermesToolsError, ValueError):
 
 class WrongTypeError(HermesToolsError, TypeError):
     """An argument of the wrong type (a client, a message, ...)."""
+
+
+class ToolCallRequiredError(HermesToolsError, ValueError):
+    """The request required a tool call (`tool_choice`), and the model made no usable one."""
