@@ -21,3 +21,7 @@ class MessageFormatError(HermesToolsError, ValueError):
 
 class WrongTypeError(HermesToolsError, TypeError):
     """An argument of the wrong type (a client, a message, ...)."""
+
+
+class ServeConfigError(HermesToolsError, ValueError):
+    """`hermes-tools serve` was started with options or a config file that cannot work."""
