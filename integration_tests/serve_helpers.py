@@ -96,7 +96,7 @@ class ServeProcess:
         for line in self.process.stdout:
             self.output.append(line)
 
-    def wait_until_healthy(self, workers: int = 1, timeout: float = 60) -> None:
+    def wait_until_healthy(self, workers: int = 1, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -146,7 +146,7 @@ def test_importing_the_package_and_cli_imports_no_server_stack() -> None:
     code = (
         "import sys, hermes_tools, hermes_tools.cli, hermes_tools.serve; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('starlette', 'uvicorn', 'httpx', 'jsonschema')))"
+        "('starlette', 'uvicorn', 'jsonschema')))"  # httpx: the openai SDK's own, before 3.x
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from hermes_tools.errors import HermesToolsError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
+from hermes_tools.local.cli import add_commands as add_local_commands
 from hermes_tools.serve.command import add_serve_command
 from hermes_tools.tools import tool_specs
 
@@ -33,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hermes-tools",
-        description="Debug Hermes-format tool calling: render the tools prompt, or parse a "
-        "model's raw output into tool calls.",
+        description="Debug Hermes-format tool calling: render the tools prompt, parse a "
+        "model's raw output into tool calls, or run a small real model locally.",
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -83,7 +84,7 @@ def _arguments() -> argparse.ArgumentParser:
         '{"think_open": ..., "raw_json": ...}}; write one result per line',
     )
     parse.set_defaults(run=_parse)
-
+    add_local_commands(commands)
     add_serve_command(commands)
     return parser
 

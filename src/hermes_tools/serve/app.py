@@ -103,6 +103,7 @@ class Exchange:
     method: str
     path: str
     started: float = field(default_factory=time.perf_counter)
+    chat: bool = False
     model: str | None = None
     stream: bool = False
     tools: int = 0
@@ -115,12 +116,12 @@ class Exchange:
 
     def line(self) -> str:
         elapsed = (time.perf_counter() - self.started) * 1000
-        if self.model is None:
+        if not self.chat:
             parts = [f"{self.method} {self.path}", f"status={self.status}"]
         else:
             parts = [
                 f"{self.method} {self.path}",
-                f"model={json.dumps(self.model)}",
+                f"model={json.dumps(self.model) if self.model is not None else '-'}",
                 f"stream={str(self.stream).lower()}",
                 f"tools={self.tools}",
                 f"calls={len(self.call_ids - self.invalid_ids)}",
@@ -407,9 +408,11 @@ async def cancel_on_disconnect(
 class ChatCompletions(_Handler):
     async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
         exchange = responder.exchange
+        exchange.chat = True
         try:
             body = parse_body(await request.body())
-            exchange.model = str(body.get("model"))
+            if isinstance(body.get("model"), str):
+                exchange.model = body["model"]
             check_chat_request(body)
         except RequestRejected as rejected:
             await responder.error(

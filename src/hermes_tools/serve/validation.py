@@ -8,6 +8,7 @@ server. Only the fields whose meaning the proxy relies on are checked; fields it
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -164,20 +165,26 @@ def _check_tools(tools: object) -> None:
             spec = tool_spec(tool)
         except HermesToolsError as exc:
             raise RequestRejected(f"'{where}': {exc}", where, "invalid_value") from None
-        schema = spec.function["parameters"]
-        try:
-            validator_for(schema).check_schema(schema)
-        except SchemaError as exc:
-            path = "".join(
-                f"[{part!r}]" if isinstance(part, int) else f".{part}" for part in exc.path
-            )
+        problem = _schema_problem(json.dumps(spec.function["parameters"], sort_keys=True))
+        if problem is not None:
             raise RequestRejected(
-                f"Invalid schema for function '{spec.name}': {exc.message}"
-                + (f" (at parameters{path})" if path else "")
-                + ".",
+                f"Invalid schema for function '{spec.name}': {problem}.",
                 f"{where}.function.parameters",
                 "invalid_function_parameters",
-            ) from None
+            )
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(schema_json: str) -> str | None:
+    """What is wrong with a JSON schema, or None. Checking one takes milliseconds and agents
+    send the same tools with every turn, so the answers are remembered."""
+    schema = json.loads(schema_json)
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        path = "".join(f"[{part!r}]" if isinstance(part, int) else f".{part}" for part in exc.path)
+        return exc.message + (f" (at parameters{path})" if path else "")
+    return None
 
 
 def _json_type(value: object) -> str:

