@@ -1,14 +1,17 @@
-"""Fixtures: the scripted OpenAI-compatible server on 127.0.0.1 and clients pointed at it."""
+"""Fixtures: the scripted OpenAI-compatible server on 127.0.0.1, clients pointed at it, and the
+proxy (`hermes-tools serve`) in front of it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
 import live
 from scripted_server import ScriptedServer
+from serve_helpers import RunningProxy, proxy_for
 
 
 @pytest.fixture(scope="session")
@@ -50,3 +53,30 @@ def live_endpoint() -> Iterator[live.Endpoint]:
 def real_endpoint() -> Iterator[live.Endpoint]:
     """The local real model of the smoke suite (HERMES_REAL_MODEL)."""
     yield from live.serve_local(live.REAL_MODEL)
+
+
+@pytest.fixture(scope="session")
+def running_proxy(running_server: ScriptedServer) -> Iterator[RunningProxy]:
+    """`hermes-tools serve` with default settings in front of the scripted server."""
+    proxy = RunningProxy(proxy_for(running_server.base_url)).start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def proxy(running_proxy: RunningProxy, server: ScriptedServer) -> RunningProxy:
+    return running_proxy
+
+
+@pytest.fixture
+def start_proxy(server: ScriptedServer) -> Iterator[Callable[..., RunningProxy]]:
+    """Start a proxy with other settings (`api_key=...`, `models=[...]`, ...) for one test."""
+    started: list[RunningProxy] = []
+
+    def start(**settings: Any) -> RunningProxy:
+        started.append(RunningProxy(proxy_for(server.base_url, **settings)).start())
+        return started[-1]
+
+    yield start
+    for proxy in started:
+        proxy.stop()

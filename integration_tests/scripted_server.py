@@ -4,8 +4,9 @@ It speaks the wire protocol the way vLLM and Ollama do: JSON completions, or Ser
 Events over chunked HTTP/1.1 (`data: {...}` events, a first chunk with the role, a last chunk
 with the finish reason, a usage chunk when `stream_options.include_usage` is set, then
 `data: [DONE]`). Each test scripts the replies, chooses how the text is cut into chunks, and
-can make the server fail: an HTTP error status, a connection cut mid-stream, a slow first byte.
-Every request body and its headers are recorded.
+can make the server fail: an HTTP error status, a connection cut mid-stream, a slow first byte,
+a slow stream. Every request (path, headers, body) is recorded, and whether the client went away before the
+answer was complete.
 
     uv run python integration_tests/scripted_server.py --port 8000 --reply "Hello"
 
@@ -15,9 +16,9 @@ serves one fixed reply forever, for trying the cookbook by hand.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
+import select
 import socket
 import sys
 import threading
@@ -42,6 +43,7 @@ class Reply:
     - `end_early_after`: while streaming, end the stream cleanly after this many chunks,
       without a finish reason or `[DONE]`.
     - `delay`: seconds to wait before the first byte.
+    - `interval`: while streaming, seconds to wait between events.
     - `match`: only for requests whose last user message contains this text.
     - `id`: the completion id to send (Ollama's repeat: `chatcmpl-<0..998>`).
     - `others`: the texts of further choices (`n > 1`), streamed interleaved with the first.
@@ -61,6 +63,7 @@ class Reply:
     cut_after: int | None = None
     end_early_after: int | None = None
     delay: float = 0.0
+    interval: float = 0.0
     match: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     id: str | None = None
@@ -75,6 +78,9 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    # The client closed the connection before the whole answer was sent (noticed while
+    # waiting out `delay` / `interval`, or when a write failed).
+    disconnected: bool = False
 
 
 class ScriptedServer:
@@ -138,6 +144,10 @@ class ScriptedServer:
                 return self.fallback
         return Reply(text="no scripted reply left for this request", status=500)
 
+    def record(self, recorded: Recorded) -> None:
+        with self._lock:
+            self.requests.append(recorded)
+
     def next_id(self) -> str:
         return f"chatcmpl-test{next(self._ids)}"
 
@@ -177,7 +187,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server_state.record(Recorded(self.path, headers, {}))
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         else:
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
@@ -191,13 +203,36 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request"}})
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        reply = self.server_state._take(body, Recorded(self.path, headers, body))
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._answer(body, reply)  # the client may give up (a timeout test)
+        recorded = Recorded(self.path, headers, body)
+        reply = self.server_state._take(body, recorded)
+        try:
+            self._answer(body, reply, recorded)
+        except (BrokenPipeError, ConnectionResetError):
+            recorded.disconnected = True  # the client gave up (a timeout or cancel test)
+            self.close_connection = True
 
-    def _answer(self, body: dict[str, Any], reply: Reply) -> None:
-        if reply.delay:
-            time.sleep(reply.delay)
+    def _client_left_during(self, seconds: float, recorded: Recorded) -> bool:
+        """Wait `seconds`, unless the client closes the connection first (then True)."""
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], remaining)
+            if not readable:
+                break
+            try:
+                gone = not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                gone = True
+            if gone:
+                recorded.disconnected = True
+                self.close_connection = True
+                return True
+            time.sleep(max(0.0, deadline - time.monotonic()))  # bytes of a next request
+            break
+        return False
+
+    def _answer(self, body: dict[str, Any], reply: Reply, recorded: Recorded) -> None:
+        if reply.delay and self._client_left_during(reply.delay, recorded):
+            return
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
@@ -213,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
         completion_id = reply.id or self.server_state.next_id()
         model = str(body.get("model") or "scripted")
         if body.get("stream"):
-            self._stream(completion_id, model, body, reply)
+            self._stream(completion_id, model, body, reply, recorded)
         else:
             self._json(200, _completion(completion_id, model, reply), reply.headers)
 
@@ -229,7 +264,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, completion_id: str, model: str, body: dict[str, Any], reply: Reply) -> None:
+    def _stream(
+        self,
+        completion_id: str,
+        model: str,
+        body: dict[str, Any],
+        reply: Reply,
+        recorded: Recorded,
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -245,6 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.end_early_after is not None and sent >= reply.end_early_after:
                 break
+            if sent and reply.interval and self._client_left_during(reply.interval, recorded):
+                return
             self._chunk(f"data: {event}\n\n".encode())
         self._chunk(b"")
 

@@ -16,6 +16,18 @@ class ToolDefinitionError(HermesToolsError, ValueError):
     """A tool definition the caller passed cannot be used."""
 
 
+class ToolSchemaError(ToolDefinitionError):
+    """A tool's `parameters` is not a valid JSON schema."""
+
+    def __init__(self, tool: str, problem: str) -> None:
+        super().__init__(
+            f"Tool {tool!r}: 'parameters' is not a valid JSON schema: {problem}. Fix the tool "
+            "definition."
+        )
+        self.tool = tool
+        self.problem = problem
+
+
 class FormatOptionError(HermesToolsError, ValueError):
     """A format option (tag, template, tool_choice, ...) has a value that cannot work."""
 
@@ -30,3 +42,7 @@ class WrongTypeError(HermesToolsError, TypeError):
 
 class ToolCallRequiredError(HermesToolsError, ValueError):
     """The request required a tool call (`tool_choice`), and the model made no usable one."""
+
+
+class ServeConfigError(HermesToolsError, ValueError):
+    """`hermes-tools serve` was started with options or a config file that cannot work."""

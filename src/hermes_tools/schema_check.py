@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from hermes_tools.errors import ToolDefinitionError
+from hermes_tools.errors import ToolSchemaError
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -39,10 +39,9 @@ def _validator(tool: str, schema_text: str) -> Validator:
     try:
         cls.check_schema(schema)
     except exceptions.SchemaError as exc:
-        raise ToolDefinitionError(
-            f"Tool {tool!r}: 'parameters' is not a valid JSON schema ({exc.message}); fix the "
-            "tool definition."
-        ) from None
+        path = "".join(f"[{part!r}]" if isinstance(part, int) else f".{part}" for part in exc.path)
+        problem = exc.message + (f" (at parameters{path})" if path else "")
+        raise ToolSchemaError(tool, problem) from None
     return cls(schema)
 
 
