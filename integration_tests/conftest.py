@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
+import live
 from scripted_server import ScriptedServer
 
 
@@ -50,3 +51,15 @@ def collect_closed_loops() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()
+
+
+@pytest.fixture(scope="session")
+def live_endpoint() -> Iterator[live.Endpoint]:
+    """The live endpoint (HERMES_TEST_BASE_URL) or a local model (HERMES_TEST_LOCAL)."""
+    yield from live.configured_live()
+
+
+@pytest.fixture(scope="session")
+def real_endpoint() -> Iterator[live.Endpoint]:
+    """The local real model of the smoke suite (HERMES_REAL_MODEL)."""
+    yield from live.serve_local(live.REAL_MODEL)

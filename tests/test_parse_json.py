@@ -148,9 +148,42 @@ def test_repeated_opening_tag_between_calls_is_tolerated() -> None:
     assert [call.arguments["city"] for call in result.tool_calls] == ["A", "B"]
 
 
-def test_tools_wrapper_echoed_from_the_prompt_is_read_as_a_call_block() -> None:
-    call = one_call('<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>')
-    assert call == PARIS
+ECHOED_PROMPT = (
+    "<tools>\n"
+    '{"type": "function", "function": {"name": "get_weather", "description": "Weather.", '
+    '"parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}\n'
+    '{"type": "function", "function": {"name": "get_weather", '
+    '"parameters": {"type": "object", "properties": {}}}}\n'
+    "</tools>"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ECHOED_PROMPT,
+        "Here are my tools: " + ECHOED_PROMPT + " Which one?",
+        '<tools>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tools>',
+        '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}} and more\n</tools>',
+        '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}',
+    ],
+)
+def test_tools_echoed_from_the_prompt_are_text_not_calls(text: str) -> None:
+    # A model that repeats its system prompt must not call every tool it was shown.
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text
+
+
+def test_calls_wrapped_in_the_tools_tag_are_still_calls() -> None:
+    text = (
+        '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tools>\nDone.'
+    )
+    result = parse_every_way(text, TOOLS)
+    assert [call.arguments["city"] for call in result.tool_calls] == ["Paris", "Oslo"]
+    assert result.content == "Done."
 
 
 def test_custom_call_tag() -> None:

@@ -166,3 +166,27 @@ def test_a_fence_with_a_very_long_first_line_is_code() -> None:
     result = parse_every_way(text, TOOLS)
     assert result.tool_calls == []
     assert result.content == text
+
+
+def test_think_after_text_is_reasoning_when_it_closes() -> None:
+    result = parse_every_way("Sure. <think>hmm</think> Here it is.", TOOLS)
+    assert result.content == "Sure. Here it is."
+    assert result.reasoning == "hmm"
+
+
+def test_calls_drafted_in_a_think_after_text_are_not_run() -> None:
+    result = parse_every_way(
+        f"Let me see. <think>maybe {CALL} or not</think> No call needed.", TOOLS
+    )
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.reasoning == f"maybe {CALL} or not"
+    assert result.content == "Let me see. No call needed."
+
+
+def test_think_after_text_that_never_closes_is_all_text() -> None:
+    text = f"Use the <think> tag, then {CALL}"
+    result = parse_every_way(text, TOOLS)
+    assert result.content == text
+    assert result.reasoning is None
+    assert result.tool_calls == []

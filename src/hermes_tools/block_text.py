@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 
 class BlockText:
     """Text a reader consumed, addressable by absolute offsets within the block.
 
     During a feed, the text being read is visible through the same offsets before it is
-    stored; only the part actually consumed is copied, when the feed ends.
+    stored; only the part actually consumed is copied, when the feed ends. A slice joins only
+    the pieces it covers, and text no call can need any more is released, so a block with many
+    calls costs time and memory in proportion to its length.
     """
 
-    __slots__ = ("_feed", "_feed_start", "_length", "_pieces")
+    __slots__ = ("_blank", "_feed", "_feed_start", "_length", "_pieces", "_starts")
 
     def __init__(self) -> None:
         self._pieces: list[str] = []
-        self._length = 0  # stored characters
+        self._starts: list[int] = []  # absolute offset of each stored piece
+        self._length = 0  # characters stored so far, released ones included
+        self._blank = True  # everything stored so far is whitespace
         self._feed = ""
         self._feed_start = 0
 
@@ -32,24 +38,39 @@ class BlockText:
     def add(self, piece: str) -> None:
         if piece:
             self._pieces.append(piece)
+            self._starts.append(self._length)
             self._length += len(piece)
+            if self._blank and piece.strip():
+                self._blank = False
+
+    def release(self, before: int) -> None:
+        """Text before the absolute offset `before` will not be sliced again."""
+        drop = bisect_right(self._starts, before) - 1
+        if drop > 0:
+            del self._pieces[:drop]
+            del self._starts[:drop]
 
     def __len__(self) -> int:
         return self._length
 
+    def has_text_before(self, end: int) -> bool:
+        """Whether anything but whitespace comes before the absolute offset `end`."""
+        current = self._feed[self._feed_start : self._feed_start + max(0, end - self._length)]
+        return not self._blank or bool(current.strip())
+
     def slice(self, start: int, end: int | None = None) -> str:
         """Absolute offsets; `end` may reach into the feed in progress (None: what is stored)."""
-        stored = "".join(self._pieces)
-        self._pieces = [stored] if stored else []
-        if end is None or end <= self._length:
-            return stored[start:end]
-        current = self._feed[self._feed_start : self._feed_start + end - self._length]
-        return stored[start:] + current[max(0, start - self._length) :]
-
-    def is_blank_before(self, end: int) -> bool:
-        """Whether everything up to the absolute offset `end` is whitespace."""
-        stored_blank = all(not piece.strip() for piece in self._pieces)
-        if end <= self._length:
-            return stored_blank and not self.slice(0, end).strip()
-        current = self._feed[self._feed_start : self._feed_start + end - self._length]
-        return stored_blank and not current.strip()
+        stored_end = self._length if end is None else min(end, self._length)
+        out: list[str] = []
+        if start < stored_end and self._pieces:
+            first = max(0, bisect_right(self._starts, start) - 1)
+            for index in range(first, len(self._pieces)):
+                piece_start = self._starts[index]
+                if piece_start >= stored_end:
+                    break
+                piece = self._pieces[index]
+                out.append(piece[max(0, start - piece_start) : stored_end - piece_start])
+        if end is not None and end > self._length:
+            current = self._feed[self._feed_start : self._feed_start + end - self._length]
+            out.append(current[max(0, start - self._length) :])
+        return "".join(out)

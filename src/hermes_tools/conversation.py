@@ -181,15 +181,32 @@ def _decode_arguments(arguments: object) -> dict[str, Any] | None:
 def _xml_call(
     name: str, decoded: dict[str, Any] | None, raw: object, options: RenderOptions
 ) -> str:
-    lines = [f"<function={name}>"]
+    lines = [f"<function={_tag_head(name)}>"]
     if decoded is None:
         lines.append(neutralize_text(raw if isinstance(raw, str) else "", options.tags))
     else:
         for key, value in decoded.items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            lines += [f"<parameter={key}>", neutralize_text(text, options.tags), "</parameter>"]
+            lines += [
+                f"<parameter={_tag_head(key)}>",
+                neutralize_text(text, options.tags),
+                "</parameter>",
+            ]
     lines.append("</function>")
     return "\n".join(lines)
+
+
+def _tag_head(text: str) -> str:
+    """A function or parameter name inside a tag head: nothing in it may end the head or
+    start a tag (`x></parameter></function>` would close the call), so markup characters
+    and line breaks are written as character references."""
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", "&#10;")
+        .replace("\r", "&#13;")
+    )
 
 
 # -- tool results ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from hermes_tools.prompt import Syntax, ToolChoice, system_prompt, tool_choice
 from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tags import check_tag_name
 from hermes_tools.tools import Toolbox
+from hermes_tools.trust import QuotedCalls
 
 FORMAT_OPTIONS = (
     "syntax",
@@ -147,8 +148,11 @@ class HermesFormat:
         tool_choice: object = None,
         *,
         call_id: Callable[[], str] = new_call_id,
+        untrusted: Iterable[str] | QuotedCalls = (),
     ) -> StreamParser:
-        """A parser for one reply; with `tool_choice="none"` it reads no calls."""
+        """A parser for one reply; with `tool_choice="none"` it reads no calls. `untrusted`:
+        the texts of the conversation (see `trust.conversation_texts`); a tagless call that
+        repeats one of them is given back as text, never run."""
         toolbox = Toolbox(tools)
         choice = self.tool_choice(toolbox, tool_choice)
         return StreamParser(
@@ -158,6 +162,7 @@ class HermesFormat:
             raw_json=self.raw_json,
             parse_calls=choice.mode != "none",
             call_id=call_id,
+            untrusted=untrusted,
         )
 
     def parse(

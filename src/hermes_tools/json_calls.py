@@ -4,13 +4,17 @@ A body holds one or more values: call objects, or lists of them, possibly inside
 A call object is `{"name": ..., "arguments": {...}}` in any key order, or the OpenAI shape
 `{"type": "function", "function": {...}}`; `parameters`/`args` stand for `arguments`, which may
 also be a JSON string, and keys that are none of these are taken as flat arguments when no
-`arguments` key is given.
+`arguments` key is given (beside one, they make the call invalid: which did the model mean?).
 
 The lexer's tokens are routed as they come: the name starts the call, the arguments subtree goes
 to a `CanonicalWriter` whose output is streamed as argument deltas. When the lexer cannot read
-the text, the rest of the block is collected and handed to json-repair once the closing tag is
-seen; the repaired value is replayed through the same routing so the call keeps its index and
-what was already streamed.
+the text, the rest of the block is collected and, once the closing tag is seen, repaired if
+json-repair's reading is faithful (`repairs`) and holds one call; the repaired value is
+replayed through the same routing so the call keeps its index and what it already streamed.
+
+Every character of the block is accounted for: it belongs to a call (valid, or invalid with
+the raw text), or it is layout (whitespace, commas, brackets of a list of calls, fence marks).
+`_settled` is the offset up to which that is decided.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import re
 from typing import Any
 
 from hermes_tools.block_text import BlockText
-from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, canonical, repair
+from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
+from hermes_tools.repairs import faithful_repair
 from hermes_tools.tags import NeedMore, TagMatcher, cut_off
 from hermes_tools.tools import Toolbox
 
@@ -32,6 +37,13 @@ _IGNORED_KEYS = frozenset({"type", "id"})
 _FUNCTION_KEY = "function"
 _SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
 _SEPARATORS = re.compile(r"[\s,]*")
+# A fence around calls: its info word is a language calls are written in, or nothing; any
+# other word is text the model wrote, not layout.
+CALL_FENCE_LANGUAGES = "json5?|jsonc|javascript|js|tool_call|tool_code|python|py"
+_FENCE_MARK = re.compile(rf"`{{3,64}}(?:{CALL_FENCE_LANGUAGES})?(?![A-Za-z0-9_+.-])", re.I)
+_FENCE_HEAD = re.compile(r"`{3,64}[A-Za-z0-9_+.-]{0,16}")
+_LAYOUT = re.compile(r"[\s,\[\]`]*")  # a fence's info word left at the end is not layout
+_FENCE_CLOSE = re.compile(r"\n[ \t]*`{3,}\s*$")
 
 
 class _Field(enum.Enum):
@@ -73,37 +85,44 @@ class _StringArguments(_CollectString):
     def string_chunk(self, text: str) -> None:
         self.parts.append(text)
         lexer = self.lexer
-        if lexer.error is None and not lexer.done:
-            stop = lexer.feed(text)
-            if stop < len(text) and lexer.error is None and not lexer.done:
-                lexer.error = "unexpected '<'"
+        if lexer.error is not None:
+            return
+        stop = 0 if lexer.done else lexer.feed(text)
+        if lexer.done:
+            if text[stop:].strip():
+                lexer.error = "text after the arguments object"
+        elif stop < len(text) and lexer.error is None:
+            lexer.error = "unexpected '<'"
 
     def settle(self) -> tuple[bool, Any]:
         """(complete, repaired): complete when what streamed is the whole object; otherwise
-        the repaired reading of the string (None if there is none)."""
+        the faithfully repaired reading of the string (None if there is none)."""
         self.lexer.finish_word()
         if self.lexer.done and self.lexer.error is None:
             return True, None
         decoded = "".join(self.parts)
         if not decoded.strip():
             return False, {}
-        if self.lexer.error == MISSING_VALUE:
+        if self.lexer.error == MISSING_VALUE or self.lexer.past_limit:
             return False, None
-        return False, repair(decoded)
+        return False, faithful_repair(decoded)
 
 
 class _Call:
-    __slots__ = ("args", "extras", "pending", "raw_start")
+    __slots__ = ("args", "arguments_given", "extra_keys", "extras", "pending", "raw_start")
 
     def __init__(self, pending: PendingCall, raw_start: int) -> None:
         self.pending = pending
         self.raw_start = raw_start
         self.args: CanonicalWriter | None = None
+        self.arguments_given = False
         self.extras: CanonicalWriter | None = None
+        self.extra_keys: list[str] = []
 
 
 _BETWEEN, _VALUE, _FAILED = range(3)
 _NOT_JSON = "expected a JSON object with the call's name and arguments"
+_NOT_A_CALL = "a list of calls may only hold call objects"
 
 
 class JsonCallReader:
@@ -111,7 +130,10 @@ class JsonCallReader:
     ignored (a repeated opening tag). Events go to the emitter.
 
     `strict` is for a bare JSON object outside any tag: one object, only call-shaped keys, and
-    a bound tool's name; anything else sets `rejected` and the text is not a call.
+    a bound tool's name; anything else sets `rejected` (the lexer stops right after the token
+    that decided it) and the text is not a call. `require_arguments` (for objects inside an
+    echoed `<tools>` block) also refuses an object without an `"arguments"` key, so that the
+    tool signatures of a prompt (`"parameters"`) are never read as calls.
     """
 
     def __init__(
@@ -121,16 +143,19 @@ class JsonCallReader:
         tags: TagMatcher,
         *,
         strict: bool = False,
+        require_arguments: bool = False,
     ) -> None:
         self._emitter = emitter
         self._toolbox = toolbox
         self._tags = tags
         self._strict = strict
+        self._require_arguments = require_arguments
         self.finished = False
         self.rejected = False
         self._state = _BETWEEN
         self._raw = BlockText()
         self._base = 0  # absolute offset of text[0] during a feed
+        self._settled = 0  # absolute offset up to which every character is accounted for
         self._lexer: JsonLexer | None = None
         self._failure: tuple[str, int] | None = None  # error, absolute start of the bad text
         self._repairable = True
@@ -146,6 +171,7 @@ class JsonCallReader:
         self._route: Any = None
         self._route_field: _Field | None = None
         self._route_base = 0
+        self._junk = False  # the route is an item of a list of calls that is not a call
         self._adopt: PendingCall | None = None
 
     @property
@@ -171,15 +197,29 @@ class JsonCallReader:
                 break
             pos = new_pos
         self._raw.end_feed(pos)
+        self._raw.release(self._keep_from())
         return pos
+
+    def _keep_from(self) -> int:
+        """The earliest offset an invalid call may still need as raw text."""
+        keep = self._settled
+        if self._call is not None:
+            keep = min(keep, self._call.raw_start)
+        if self._failure is not None:
+            keep = min(keep, self._failure[1])
+        return keep
 
     def close(self, rest: str = "") -> None:
         """The output ended, after `rest`: a cut-off tail the parser was holding."""
         if self.finished or self.rejected:
             return
+        cut_tag = self._tags.kind_prefixed_by(rest) is not None
         cut_end_tag = self._tags.kind_prefixed_by(rest) == "end"
         self.finished = True
+        end = len(self._raw)
         self._raw.add(rest)
+        if not cut_tag:
+            end = len(self._raw)
         if self._state == _VALUE:
             lexer = self._lexer
             assert lexer is not None
@@ -188,17 +228,20 @@ class JsonCallReader:
                 self.rejected = not lexer.done
                 return
             if cut_end_tag:
-                self._closing_at = len(self._raw) - len(rest)
+                self._closing_at = end
                 complete = lexer.close_open_containers()
             else:
                 complete = self._finish_lexer()
             self._flush_args()
             if not complete:
                 self._abandon_open_call(
-                    "the call's JSON is incomplete" if cut_end_tag else TRUNCATED
+                    "the call's JSON is incomplete" if cut_end_tag else TRUNCATED, end
                 )
+            self._settle_leftover(end, TRUNCATED)
         elif self._state == _FAILED:
-            self._settle_failure(len(self._raw), repairable=cut_end_tag)
+            self._settle_failure(end, repairable=cut_end_tag)
+        else:
+            self._settle_leftover(end, TRUNCATED)
 
     def _finish_lexer(self) -> bool:
         assert self._lexer is not None
@@ -208,12 +251,18 @@ class JsonCallReader:
     def _abs(self, pos: int) -> int:
         return self._base + pos
 
+    def _reject(self) -> None:
+        self.rejected = True
+        if self._lexer is not None:
+            self._lexer.halt()
+
     # -- states ---------------------------------------------------------------------------
 
     def _between(self, text: str, pos: int) -> int:
         match = _SEPARATORS.match(text, pos)
         assert match is not None
         pos = match.end()
+        self._settled = max(self._settled, self._abs(pos))
         if pos >= len(text):
             return pos
         ch = text[pos]
@@ -222,11 +271,12 @@ class JsonCallReader:
             self._state = _VALUE
             return pos
         if ch == "`" and not self._strict:
-            if text.startswith("```", pos):
-                newline = text.find("\n", pos)
-                return pos if newline < 0 else newline + 1
-            if cut_off(text, pos, "```"):
-                return pos
+            head = _FENCE_HEAD.match(text, pos)
+            if (head is not None and head.end() == len(text)) or cut_off(text, pos, "```"):
+                return pos  # the fence's info word may go on
+            mark = _FENCE_MARK.match(text, pos)
+            if mark is not None:
+                return mark.end()
         if ch == "<" and not self._strict:
             found = self._tags.match(text, pos)
             if isinstance(found, NeedMore):
@@ -235,15 +285,16 @@ class JsonCallReader:
                 kind, end = found
                 if kind == "end":
                     self.finished = True
-                    if self._raw.is_blank_before(self._abs(pos)):
+                    if not self._raw.has_text_before(self._abs(pos)):
                         PendingCall(self._emitter, self._toolbox).fail(
                             "the tool call block is empty", ""
                         )
+                self._settled = self._abs(end)
                 return end
         if self._strict:
-            self.rejected = True
+            self._reject()
             return pos
-        self._failure = (_NOT_JSON, self._abs(pos))
+        self._failure = (_NOT_JSON, self._settled)
         self._state = _FAILED
         return pos
 
@@ -263,7 +314,7 @@ class JsonCallReader:
         if pos >= len(text):
             return pos
         if self._strict:  # a `<` outside a string
-            self.rejected = True
+            self._reject()
             return pos
         found = self._tags.match(text, pos)
         if isinstance(found, NeedMore):
@@ -274,17 +325,19 @@ class JsonCallReader:
             self._flush_args()
             if not complete:
                 self._abandon_open_call("the call's JSON is incomplete", self._abs(pos))
+            self._settle_leftover(self._abs(pos), "the call's JSON is incomplete")
             self.finished = True
             return found[1]
         return self._fail_value("unexpected '<'", pos)
 
     def _fail_value(self, error: str, pos: int) -> int:
         if self._strict:
-            self.rejected = True
+            self._reject()
             return pos
-        start = self._call.raw_start if self._call is not None else self._abs(pos)
+        start = self._call.raw_start if self._call is not None else self._settled
         self._failure = (f"the call is not valid JSON: {error}", start)
-        self._repairable = error != MISSING_VALUE
+        assert self._lexer is not None
+        self._repairable = error != MISSING_VALUE and not self._lexer.past_limit
         self._state = _FAILED
         return pos
 
@@ -302,23 +355,39 @@ class JsonCallReader:
                 return found[1]
             pos = lt + 1
 
+    def _settle_leftover(self, end: int, error: str) -> None:
+        """Text after the last settled call that no call took (a cut-off list, stray words)."""
+        if self._settled >= end:
+            return
+        raw = self._raw.slice(self._settled, end)
+        layout = _LAYOUT.match(raw)
+        assert layout is not None
+        if layout.end() < len(raw):
+            PendingCall(self._emitter, self._toolbox).fail(error, _trim(raw))
+        self._settled = end
+
     def _settle_failure(self, end: int, *, repairable: bool) -> None:
-        """The lexer gave up; the bad text runs to `end`. Repair it if the block was closed."""
+        """The lexer gave up; the bad text runs to `end`. Repair it if the block was closed,
+        the repair is faithful and holds exactly one call."""
         assert self._failure is not None
         error, start = self._failure
         raw = self._raw.slice(start, end).strip()
         open_call = self._call
-        repaired = repair(raw) if repairable and self._repairable and raw else None
-        objects = repaired if isinstance(repaired, list) else [repaired]
-        if objects and all(isinstance(item, dict) for item in objects):
-            self._replay(objects, open_call.pending if open_call is not None else None, raw)
+        body = _FENCE_CLOSE.sub("", raw)  # a fence closed after the broken call is layout
+        repaired = faithful_repair(body) if repairable and self._repairable and body else None
+        if isinstance(repaired, list) and len(repaired) == 1:
+            repaired = repaired[0]
+        if isinstance(repaired, dict):
+            self._replay(repaired, open_call.pending if open_call is not None else None, raw)
         elif open_call is not None:
             self._call = None
             open_call.pending.fail(error, raw)
         elif raw:
             PendingCall(self._emitter, self._toolbox).fail(error, raw)
+        self._settled = end
+        self._failure = None
 
-    def _replay(self, objects: list[Any], adopt: PendingCall | None, raw: str) -> None:
+    def _replay(self, value: dict[str, Any], adopt: PendingCall | None, raw: str) -> None:
         """Route the repaired value as if the model had written it; the open call keeps its
         index and what it already streamed."""
         self._reset_routing()
@@ -327,14 +396,19 @@ class JsonCallReader:
             adopt.replay()
         self._replay_raw = raw
         self._lexer = JsonLexer(self)
-        self._lexer.feed(canonical(objects if len(objects) > 1 else objects[0]))
+        self._lexer.feed(CanonicalWriter.of(value))
         self._flush_args()
+        if self._call is not None:  # a repaired value that is no call object
+            self._abandon_open_call(_NOT_JSON)
 
     def _abandon_open_call(self, error: str, end: int | None = None) -> None:
         call = self._call
         if call is not None:
             self._call = None
-            call.pending.fail(error, self._raw.slice(call.raw_start, end).strip())
+            raw = self._replay_raw or self._raw.slice(call.raw_start, end).strip()
+            call.pending.fail(error, raw)
+            if end is not None:
+                self._settled = max(self._settled, end)
 
     def _flush_args(self) -> None:
         call = self._call
@@ -353,14 +427,15 @@ class JsonCallReader:
             if kind == "{":
                 self._open_call()
             elif self._frames:
-                self._start_route(NullSink(), None, self._depth - 1)
-                self._bad_item("a list of calls may only hold call objects")
+                self._start_junk(self._depth - 1)
             else:
                 self._frames.append(False)
             return
         call = self._call
         assert call is not None
         field, self._field = self._field, None
+        if field is _Field.ARGUMENTS:
+            call.arguments_given = True
         if field is _Field.ARGUMENTS and call.args is not None:
             call.pending.fail_later("the call gives its arguments twice")
             self._start_route(NullSink(), None, self._depth - 1)
@@ -401,12 +476,15 @@ class JsonCallReader:
             return
         field = _field(name)
         if self._strict and name not in _SHAPE_KEYS:
-            self.rejected = True
+            self._reject()
+        if self._require_arguments and field is _Field.ARGUMENTS and name != "arguments":
+            self._reject()
         if field is _Field.EXTRA:
             if call.extras is None:
                 call.extras = CanonicalWriter()
                 call.extras.begin_container("{")
             call.extras.key(name)
+            call.extra_keys.append(name)
         self._field = field
 
     def begin_string(self) -> None:
@@ -416,9 +494,10 @@ class JsonCallReader:
         call = self._call
         field, self._field = self._field, None
         if call is None:
-            self._start_route(NullSink(), None, self._depth)
-            self._bad_item("a list of calls may only hold call objects")
+            self._start_junk(self._depth)
             return
+        if field is _Field.ARGUMENTS:
+            call.arguments_given = True
         if field in (_Field.NAME, _Field.FUNCTION):
             self._start_route(_CollectString(), _Field.NAME, self._depth)
         elif field is _Field.ARGUMENTS and call.args is None:
@@ -429,6 +508,8 @@ class JsonCallReader:
             self._start_route(call.extras, field, self._depth)
             call.extras.begin_string()
         else:
+            if field is _Field.ARGUMENTS:
+                call.pending.fail_later("the call gives its arguments twice")
             self._start_route(NullSink(), None, self._depth)
 
     def string_chunk(self, text: str) -> None:
@@ -451,12 +532,15 @@ class JsonCallReader:
         call = self._call
         field, self._field = self._field, None
         if call is None:
-            self._bad_item("a list of calls may only hold call objects")
+            self._start_junk(self._depth)
+            self._end_route()
             return
         if field is _Field.NAME or field is _Field.FUNCTION:
             call.pending.fail_later("the call's name must be a string")
-        elif field is _Field.ARGUMENTS and value is not None:
-            call.pending.fail_later("the arguments must be a JSON object")
+        elif field is _Field.ARGUMENTS:
+            call.arguments_given = True
+            if value is not None:
+                call.pending.fail_later("the arguments must be a JSON object")
         elif field is _Field.EXTRA:
             assert call.extras is not None
             call.extras.scalar(value)
@@ -466,9 +550,22 @@ class JsonCallReader:
         self._route_field = field
         self._route_base = base
 
+    def _start_junk(self, base: int) -> None:
+        """An item of a list of calls that is no call object: an invalid call once it ends."""
+        if self._strict:
+            self._reject()
+        self._start_route(NullSink(), None, base)
+        self._junk = True
+
     def _end_route(self) -> None:
         route, field = self._route, self._route_field
         self._route = None
+        if self._junk:
+            self._junk = False
+            if not self._strict:
+                assert self._lexer is not None
+                self._settle_junk(self._abs(self._lexer.at + 1))
+            return
         call = self._call
         if call is None or field is None:
             return
@@ -477,9 +574,15 @@ class JsonCallReader:
             if self._strict and (
                 call.pending.name is None or not self._toolbox.is_bound(call.pending.name)
             ):
-                self.rejected = True
+                self._reject()
         elif field is _Field.ARGUMENTS and isinstance(route, _StringArguments):
             self._settle_string_arguments(call, route)
+
+    def _settle_junk(self, end: int) -> None:
+        PendingCall(self._emitter, self._toolbox).fail(
+            _NOT_A_CALL, _trim(self._raw.slice(self._settled, end))
+        )
+        self._settled = end
 
     def _settle_string_arguments(self, call: _Call, route: _StringArguments) -> None:
         complete, repaired = route.settle()
@@ -488,7 +591,7 @@ class JsonCallReader:
             return
         if isinstance(repaired, dict):
             call.pending.replay()
-            call.pending.write_args(canonical(repaired))
+            call.pending.write_args(CanonicalWriter.of(repaired))
         else:
             call.pending.fail_later("the arguments string does not hold a JSON object")
         call.args = None
@@ -503,26 +606,35 @@ class JsonCallReader:
     def _close_call(self) -> None:
         call = self._call
         assert call is not None
+        if self._strict and (
+            call.pending.name is None or (self._require_arguments and not call.arguments_given)
+        ):
+            self._reject()  # a JSON object, not a call
+            return
         self._call = None
         if call.args is not None:
             call.pending.write_args(call.args.take())
-        default: Any = None
         if call.extras is not None:
             call.extras.end_container()
-            default = call.extras.value()
+            if call.arguments_given:
+                keys = ", ".join(repr(key[:40]) for key in call.extra_keys[:5])
+                call.pending.fail_later(f"the call has keys beside its arguments: {keys}")
+            elif not call.pending.args_written():
+                call.pending.write_args(call.extras.take())
         assert self._lexer is not None
         end = self._closing_at if self._closing_at is not None else self._abs(self._lexer.at + 1)
         replay_raw = self._replay_raw
+        start = call.raw_start
 
         def raw() -> str:
             if replay_raw is not None:
                 return replay_raw
-            return self._raw.slice(call.raw_start, end).strip()
+            return self._raw.slice(start, end).strip()
 
-        call.pending.succeed(raw, default)
+        call.pending.succeed(raw)
+        self._settled = max(self._settled, end)
 
-    def _bad_item(self, error: str) -> None:
-        if self._strict:
-            self.rejected = True
-            return
-        PendingCall(self._emitter, self._toolbox).fail(error, "")
+
+def _trim(raw: str) -> str:
+    """The raw text of an item of a list of calls, without the comma that separated it."""
+    return raw.strip().lstrip(",").strip()

@@ -10,6 +10,9 @@ a missing comma between members. Anything else stops it with `error` set; the ca
 what to do (the call readers fall back to json-repair on the whole raw text).
 
 Outside strings a `<` stops it without an error, so the caller can look for a closing tag.
+Numbers JSON cannot carry (an integer longer than `MAX_INT_DIGITS`, a float that overflows to
+infinity) and words too long to be a number or literal stop it with an error, so that no input
+makes it raise or hold an unbounded word.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import re
 from typing import Any, Protocol
 
 import json_repair
+
+from hermes_tools.json_limits import MAX_INT_DIGITS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
@@ -45,8 +50,10 @@ _SIMPLE_ESCAPES = {
     "'": "'",
 }
 _CLOSER = {"{": "}", "[": "]", "(": ")"}
+_NOT_NUMBERS = frozenset({"nan", "infinity", "inf"})
 # json-repair would invent a value (an empty string) for this one, so it is never repaired.
 MISSING_VALUE = "a key has no value"
+_MAX_WORD = MAX_INT_DIGITS + 64  # longer than any number or literal worth reading
 
 # What the lexer expects next outside a string.
 _VALUE = 0  # a value (or, inside an array, its end)
@@ -100,6 +107,7 @@ class JsonLexer:
     __slots__ = (
         "_escape",
         "_expect",
+        "_halted",
         "_high_surrogate",
         "_in_key",
         "_key",
@@ -107,9 +115,11 @@ class JsonLexer:
         "_sink",
         "_stack",
         "_word",
+        "_word_length",
         "at",
         "done",
         "error",
+        "past_limit",
     )
 
     def __init__(self, sink: TokenSink) -> None:
@@ -121,14 +131,22 @@ class JsonLexer:
         self._key: list[str] = []
         self._escape = ""  # a backslash sequence cut by a chunk boundary
         self._high_surrogate = ""
-        self._word = ""  # a number, literal or bare key cut by a chunk boundary
-        self.at = 0  # position in the current text of the last container bracket
+        self._word: list[str] = []  # a number, literal or bare key cut by a chunk boundary
+        self._word_length = 0
+        self._halted = False
+        self.at = 0  # position in the current text of the last character of the last token
         self.done = False  # the top-level value is complete
         self.error: str | None = None
+        self.past_limit = False  # the error is a limit, not a syntax error: nothing to repair
 
     def detach(self) -> None:
         """Keep reading to find where the value ends, but report tokens to nobody."""
         self._sink = NullSink()
+        self._halted = False
+
+    def halt(self) -> None:
+        """Stop right after the current token (the sink has seen enough)."""
+        self._halted = True
 
     def feed(self, text: str, pos: int = 0) -> int:
         """Consume `text` from `pos`; return where it stopped.
@@ -137,7 +155,7 @@ class JsonLexer:
         `<` outside a string, or at a character it cannot read (`error`).
         """
         end = len(text)
-        while pos < end and not self.done and self.error is None:
+        while pos < end and not self.done and self.error is None and not self._halted:
             if self._quote is not None:
                 pos = self._string(text, pos, end)
                 continue
@@ -158,8 +176,7 @@ class JsonLexer:
     def finish_word(self) -> None:
         """The input ended: settle a number or literal still waiting for its delimiter."""
         if self._word and self.error is None:
-            word, self._word = self._word, ""
-            self._settle_word(word)
+            self._settle_word(self._take_word())
 
     def close_open_containers(self) -> bool:
         """Close every open container if what was written so far allows it (a missing final
@@ -228,12 +245,21 @@ class JsonLexer:
     def _continue_word(self, text: str, pos: int) -> int:
         match = _WORD.match(text, pos)
         assert match is not None
-        self._word += match.group()
+        self._word.append(match.group())
+        self._word_length += match.end() - pos
         pos = match.end()
-        if pos < len(text):
-            word, self._word = self._word, ""
-            self._settle_word(word)
+        if self._word_length > _MAX_WORD:
+            self._past_limit("a word is too long to be a JSON value")
+        elif pos < len(text):
+            self.at = pos - 1
+            self._settle_word(self._take_word())
         return pos
+
+    def _take_word(self) -> str:
+        word = "".join(self._word)
+        self._word = []
+        self._word_length = 0
+        return word
 
     def _settle_word(self, word: str) -> None:
         if self._expect == _KEY:
@@ -242,10 +268,20 @@ class JsonLexer:
             return
         if word in _LITERALS:
             value: Any = _LITERALS[word]
+        elif word.lstrip("+-").lower() in _NOT_NUMBERS:
+            # json-repair would make it the string "NaN": neither is what the model meant.
+            self._past_limit(f"{word} is not a JSON number")
+            return
         elif _INT.fullmatch(word):
+            if len(word.lstrip("-")) > MAX_INT_DIGITS:
+                self._past_limit(f"an integer has more than {MAX_INT_DIGITS} digits")
+                return
             value = int(word)
         elif _FLOAT.fullmatch(word):
             value = float(word)
+            if value in (float("inf"), float("-inf")):
+                self._past_limit(f"the number {word[:40]} is too large for JSON")
+                return
         else:
             self.error = f"cannot read {word!r} as a JSON value"
             return
@@ -261,6 +297,10 @@ class JsonLexer:
         self._expect = _AFTER
         if not self._stack:
             self.done = True
+
+    def _past_limit(self, message: str) -> None:
+        self.error = message
+        self.past_limit = True
 
     def _fail(self, pos: int, message: str) -> int:
         self.error = message
@@ -280,6 +320,7 @@ class JsonLexer:
         if match is None:
             return end
         if text[stop] == quote:
+            self.at = stop
             self._quote = None
             self._flush_surrogate()
             if self._in_key:

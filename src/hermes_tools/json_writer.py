@@ -13,6 +13,21 @@ from typing import Any
 from hermes_tools.json_lexer import canonical
 
 
+def _joined(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+
+
+def pairs_joined(value: Any) -> Any:
+    """`value` with every surrogate pair in its strings made the character it encodes."""
+    if isinstance(value, str):
+        return _joined(value)
+    if isinstance(value, list):
+        return [pairs_joined(item) for item in value]
+    if isinstance(value, dict):
+        return {_joined(key): pairs_joined(item) for key, item in value.items()}
+    return value
+
+
 def _string_body(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
@@ -41,8 +56,11 @@ class CanonicalWriter:
         self._fresh = len(self._parts)
         return piece
 
-    def value(self) -> Any:
-        return json.loads(self.text())
+    @staticmethod
+    def of(value: Any) -> str:
+        """The canonical text of a whole value; a surrogate pair json-repair left as two
+        characters becomes the one character it stands for (a lone one stays as it is)."""
+        return canonical(pairs_joined(value))
 
     def write_value(self, value: Any) -> None:
         """Write a whole value at once (used when a value had to be decoded in one piece)."""

@@ -2,18 +2,18 @@
 
 It owns the event contract for a call: exactly one `ToolCallStart` (as soon as a valid name is
 known), argument deltas after it (buffered until then), exactly one `ToolCallEnd`. A valid call's
-arguments are the JSON decoding of exactly the deltas it emitted, so invariant 2 holds by
-construction.
+arguments are the strict JSON decoding (`json_limits.decode_arguments`) of exactly the deltas
+it emitted, so invariant 2 holds by construction and nothing JSON cannot carry gets through.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from hermes_tools.events import InvalidToolCall, ToolCall
 from hermes_tools.json_lexer import canonical
+from hermes_tools.json_limits import ArgumentsProblem, decode_arguments
 from hermes_tools.tools import Toolbox, is_tool_name
 
 TRUNCATED = "the output ended before the call was complete (truncated)"
@@ -103,8 +103,9 @@ class PendingCall:
 
     def replay(self) -> None:
         """The arguments are about to be written again from the start (after a repair); only
-        text beyond what was already emitted goes out, and it must agree with it."""
-        self._replay = "".join(self._emitted + self._buffer)
+        text beyond what was already emitted goes out, and it must agree with it. What was
+        only buffered (the name was not known yet) was never sent: it is simply rewritten."""
+        self._replay = "".join(self._emitted)
         self._buffer.clear()
 
     def _skip_replayed(self, text: str) -> str:
@@ -140,7 +141,11 @@ class PendingCall:
         if self.error is not None:
             self.fail(self.error, raw())
             return
-        arguments = json.loads("".join(self._emitted))
+        try:
+            arguments = decode_arguments("".join(self._emitted))
+        except ArgumentsProblem as problem:
+            self.fail(str(problem), raw())
+            return
         if not isinstance(arguments, dict):
             self.fail(f"the arguments must be a JSON object, not {_kind(arguments)}", raw())
             return

@@ -11,7 +11,8 @@ import json
 import re
 from typing import Any
 
-from hermes_tools.json_lexer import repair
+from hermes_tools.json_limits import MAX_INT_DIGITS, value_problem
+from hermes_tools.repairs import faithful_repair
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _CONVERSION_ORDER = ("boolean", "integer", "number", "object", "array")
@@ -58,10 +59,8 @@ def convert(text: str, types: frozenset[str] | None) -> Any:
     assert types is not None
     stripped = text.strip()
     if not types:
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            return text
+        value = _loads(stripped)
+        return text if value is _NO_VALUE else value
     if "null" in types and stripped in ("null", "None"):
         return None
     if "string" in types:
@@ -86,9 +85,22 @@ def _to_boolean(text: str) -> Any:
     return _NO_VALUE
 
 
+def _loads(text: str) -> Any:
+    """Strict JSON, within the limits of call arguments; _NO_VALUE otherwise."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return _NO_VALUE
+    return _NO_VALUE if value_problem(value) is not None else value
+
+
+def _to_int(text: str) -> Any:
+    return int(text) if len(text.lstrip("+-")) <= MAX_INT_DIGITS else _NO_VALUE
+
+
 def _to_integer(text: str) -> Any:
     if _INTEGER.fullmatch(text):
-        return int(text)
+        return _to_int(text)
     number = _to_number(text)
     if isinstance(number, float) and number.is_integer():
         return int(number)
@@ -97,7 +109,7 @@ def _to_integer(text: str) -> Any:
 
 def _to_number(text: str) -> Any:
     if _INTEGER.fullmatch(text):
-        return int(text)
+        return _to_int(text)
     try:
         number = float(text)
     except ValueError:
@@ -112,10 +124,8 @@ def _container(kind: type) -> Any:
         for _ in range(2):
             if not isinstance(value, str):
                 break
-            try:
-                value = json.loads(value)
-            except ValueError:
-                value = repair(value)
+            decoded = _loads(value)
+            value = faithful_repair(value) if decoded is _NO_VALUE else decoded
         return value if isinstance(value, kind) else _NO_VALUE
 
     return convert_container

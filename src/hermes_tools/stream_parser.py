@@ -20,15 +20,26 @@ States:
 - FENCE      inside a ``` fence: tags are text. Ends at a line starting with the fence.
 - BODY_START after a call tag: the first non-blank text picks the JSON or the XML reader.
 - BLOCK      a call reader (json_calls / xml_calls) consumes until its block ends.
-- FENCE_HEAD a fence at the start of a line that may wrap a bare JSON call (tentative).
+- FENCE_HEAD a fence at the start of a line that may wrap a bare JSON call (tentative): its
+             info line, then blank lines, are consumed; a `{` then starts BARE_JSON.
 - BARE_JSON  a `{` at the start of a line, read by a strict JSON reader (tentative).
 - JSON_TEXT  a bare JSON object that turned out not to be a call: text until it closes, so
              tags inside its strings stay text.
 - TAIL       after a tentative block or object: whitespace is held; what comes next decides.
+- TICKS      a run of backticks in CONTENT, counted as it arrives; where it ends decides
+             between inline code and a fence.
+- THINK_LATE `<think>` after text (tentative): reasoning if `</think>` closes it, and then
+             calls drafted in it are reasoning too; if the reply ends first, all of it,
+             `<think>` included, is text. Never half of each.
+- TOOLS      `<tools>` in a reply (tentative): calls only if every object in it is strictly
+             `{"name": <bound tool>, "arguments": {...}}` up to `</tools>`; anything else (the
+             tool signatures of an echoed prompt) makes the whole block text.
 
 Tentative text (a call in an unclosed think block, a bare JSON call) is held back with its
 events: the end of the output confirms it (the events are released), anything else rejects it
 (its raw text is emitted as content or reasoning, and the call indexes it took are given back).
+A tagless call that the conversation already contains (`untrusted`, see `trust`) is a quote:
+it is rejected too.
 
 Whitespace is layout, not content: each channel (content, reasoning) holds a trailing run of
 whitespace until more text follows, and drops it at a tag or at the end; the leading whitespace
@@ -37,6 +48,7 @@ of a channel is dropped. Every other character ends up in exactly one place.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 from collections.abc import Callable, Iterable
@@ -54,11 +66,12 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.json_calls import JsonCallReader
+from hermes_tools.json_calls import CALL_FENCE_LANGUAGES, JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
 from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher, check_tag_name, cut_off
 from hermes_tools.tools import Toolbox
+from hermes_tools.trust import QuotedCalls
 from hermes_tools.xml_calls import XmlCallReader
 
 (
@@ -72,11 +85,17 @@ from hermes_tools.xml_calls import XmlCallReader
     BARE_JSON,
     JSON_TEXT,
     TAIL,
-) = range(10)
+    TICKS,
+    TOOLS,
+    THINK_LATE,
+) = range(13)
 
 _CONTENT_STOPS = re.compile(r"[<`{]")
+_TICKS = re.compile(r"`*")
+_SEPARATORS = re.compile(r"[\s,]*")
 _WHITESPACE = re.compile(r"\s*")
 _LINE_INDENT = re.compile(r"[ \t]*")
+_CALL_FENCE = re.compile(rf"(?:{CALL_FENCE_LANGUAGES})?", re.I)
 _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for its end
 
 
@@ -132,6 +151,8 @@ class _Tentative:
     events: list[Event] = field(default_factory=list)
     awaiting_fence_close: bool = False
     new_line: bool = False  # TAIL has consumed a line break since the last object
+    quoted: bool = False  # a tagless call in it repeats text of the conversation
+    info: list[str] = field(default_factory=list)  # FENCE_HEAD: the fence's info line so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,16 +175,22 @@ class StreamParser:
         raw_json: bool = True,
         parse_calls: bool = True,
         call_id: Callable[[], str] = new_call_id,
+        untrusted: Iterable[str] | QuotedCalls = (),
     ) -> None:
         check_tag_name("call_tag", call_tag)
+        self._quoted = untrusted if isinstance(untrusted, QuotedCalls) else QuotedCalls(untrusted)
+        self._object_text: list[str] = []  # the tagless call being read, for `_quoted`
         self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._call_id = call_id
         self._tagless = parse_calls and raw_json and bool(self._toolbox)
-        self._blocks = {
-            "<" + tag + ">": _block_tags(tag) for tag in dict.fromkeys((call_tag, "tools"))
-        }
         self._call_tag = _block_tags(call_tag)
-        self._content_tags = TagMatcher(_content_tag_kinds(self._blocks, parse_calls))
+        self._blocks = {self._call_tag.open: self._call_tag}
+        self._echo = parse_calls and bool(self._toolbox)  # `<tools>` may hold calls
+        self._content_tags = TagMatcher(
+            _content_tag_kinds(self._blocks, parse_calls)
+            | ({"<tools>": "tools_open"} if self._echo else {})
+        )
+        self._echo_calls = 0  # TOOLS: objects read as calls so far
         self._reasoning_tags = TagMatcher(
             {"</think>": "think_close"}
             | dict.fromkeys(END_TOKENS, "drop")
@@ -187,8 +214,12 @@ class StreamParser:
         self._line_start = True
         self._segment_has_text = False  # visible text since the start or the last call
         self._tick_len = 0  # INLINE: length of the opening backtick run
+        self._tick_run = 0  # TICKS, INLINE, FENCE: backticks counted so far in the current run
+        self._ticks_at_line_start = False  # TICKS: the run began a line
         self._fence_len = 0  # FENCE: length of the opening fence
         self._fence_line_start = False
+        self._fence_counting = False
+        self._fence_head = 0  # FENCE_HEAD: characters of the info line read (-1: line ended)
         self._handlers: tuple[Callable[[str, int], int], ...] = (
             self._in_content,
             self._in_reasoning,
@@ -200,6 +231,9 @@ class StreamParser:
             self._in_bare_json,
             self._in_json_text,
             self._in_tail,
+            self._in_ticks,
+            self._in_tools,
+            self._in_think_late,
         )
 
     # -- public API -----------------------------------------------------------------------
@@ -250,7 +284,9 @@ class StreamParser:
     def start_call(self, name: str | None) -> tuple[int, str]:
         index = self._next_index
         self._next_index += 1
-        call_id = self._call_id()
+        # A tentative call gets its id when it is confirmed, so that ids never depend on how
+        # far a rejected tentative got before the chunk ended.
+        call_id = "" if self._tentative is not None else self._call_id()
         self._emit(ToolCallStart(index, call_id, name))
         return index, call_id
 
@@ -368,11 +404,23 @@ class StreamParser:
             self._reader = self._xml_reader(wrapped=False)
             self._state = BLOCK
             return at
+        if kind == "tools_open":
+            self._begin_tentative(self._content, resume=CONTENT)
+            assert self._tentative is not None
+            self._tentative.raw.append(buf[at:end])
+            self._echo_calls = 0
+            self._state = TOOLS
+            return end
         if kind == "think_open" and not self._segment_has_text:
             self._boundary()
-            if self._reasoning.started:
-                self._reasoning.drop_pending("\n\n")  # keep separate think blocks apart
+            self._open_reasoning()
             self._state = REASONING
+            return end
+        if kind == "think_open":
+            self._begin_tentative(self._content, resume=CONTENT)
+            assert self._tentative is not None
+            self._tentative.raw.append(buf[at:end])
+            self._state = THINK_LATE
             return end
         if kind in ("drop", "think_close"):
             self._boundary()
@@ -381,22 +429,31 @@ class StreamParser:
         return end
 
     def _backticks(self, buf: str, at: int) -> int:
-        end = at
-        while end < len(buf) and buf[end] == "`":
-            end += 1
+        self._tick_run = 0
+        self._ticks_at_line_start = self._line_start
+        self._state = TICKS
+        return at
+
+    def _in_ticks(self, buf: str, pos: int) -> int:
+        end = _run_end(buf, pos)
+        self._tick_run += end - pos
         if end == len(buf):
-            return at  # the run may go on
-        run = end - at
-        if run >= 3 and self._line_start:
+            return end  # the run may go on
+        run, ticks = self._tick_run, "`" * self._tick_run
+        self._tick_run = 0
+        if run >= 3 and self._ticks_at_line_start:
             if self._tagless:
                 self._begin_tentative(self._content, resume=FENCE)
+                assert self._tentative is not None
+                self._tentative.raw.append(ticks)
                 self._fence_len = run
+                self._fence_head = 0
                 self._state = FENCE_HEAD
-                return at
-            self._text(buf[at:end])
+                return end
+            self._text(ticks)
             self._open_fence(run)
             return end
-        self._text(buf[at:end])
+        self._text(ticks)
         self._tick_len = run
         self._state = INLINE
         return end
@@ -409,6 +466,18 @@ class StreamParser:
     # -- INLINE / FENCE -----------------------------------------------------------------------
 
     def _in_inline(self, buf: str, pos: int) -> int:
+        if self._tick_run:  # a run of backticks went on to the end of the last feed
+            end = _run_end(buf, pos)
+            self._text(buf[pos:end])
+            self._tick_run += end - pos
+            if end == len(buf):
+                return end
+            closed = self._tick_run == self._tick_len
+            self._tick_run = 0
+            if closed:
+                self._state = CONTENT
+                return end
+            pos = end
         at = pos
         while True:
             tick = buf.find("`", at)
@@ -421,12 +490,11 @@ class StreamParser:
             if tick < 0:
                 self._text(buf[pos:])
                 return len(buf)
-            end = tick
-            while end < len(buf) and buf[end] == "`":
-                end += 1
+            end = _run_end(buf, tick)
             if end == len(buf):
-                self._text(buf[pos:tick])
-                return tick
+                self._text(buf[pos:end])
+                self._tick_run = end - tick
+                return end
             if end - tick == self._tick_len:
                 self._text(buf[pos:end])
                 self._state = CONTENT
@@ -438,16 +506,24 @@ class StreamParser:
             indent = _LINE_INDENT.match(buf, pos)
             assert indent is not None
             start = indent.end()
-            end = start
-            while end < len(buf) and buf[end] == "`":
-                end += 1
-            if end == len(buf):
-                return pos  # cannot tell yet whether this line closes the fence
+            self._text(buf[pos:start])
+            if start == len(buf):
+                return start
             self._fence_line_start = False
-            if end - start >= self._fence_len:
-                self._text(buf[pos:end])
+            self._fence_counting = buf[start] == "`"  # a run that may close the fence
+            self._tick_run = 0
+            pos = start
+        if self._fence_counting:
+            end = _run_end(buf, pos)
+            self._text(buf[pos:end])
+            self._tick_run += end - pos
+            if end == len(buf):
+                return end  # cannot tell yet whether this line closes the fence
+            self._fence_counting = False
+            if self._tick_run >= self._fence_len:
                 self._state = CONTENT
                 return end
+            pos = end
         newline = buf.find("\n", pos)
         if newline < 0:
             self._text(buf[pos:])
@@ -455,6 +531,30 @@ class StreamParser:
         self._text(buf[pos : newline + 1])
         self._fence_line_start = True
         return newline + 1
+
+    def _open_reasoning(self) -> None:
+        if self._reasoning.started:
+            self._reasoning.drop_pending("\n\n")  # keep separate think blocks apart
+
+    def _in_think_late(self, buf: str, pos: int) -> int:
+        tentative = self._tentative
+        assert tentative is not None
+        at = buf.find("<", pos)
+        while at >= 0:
+            if buf.startswith("</think>", at):
+                inner = "".join(tentative.raw[1:]) + buf[pos:at]
+                self._tentative = None
+                self._next_index = tentative.first_index
+                self._boundary()
+                self._open_reasoning()
+                self._think(inner)
+                self._boundary()
+                self._state = CONTENT
+                return at + len("</think>")
+            if cut_off(buf, at, "</think>"):
+                return at
+            at = buf.find("<", at + 1)
+        return len(buf)
 
     # -- REASONING --------------------------------------------------------------------------
 
@@ -528,8 +628,33 @@ class StreamParser:
             wrapped=wrapped,
         )
 
-    def _bare_json_reader(self) -> JsonCallReader:
-        return JsonCallReader(self, self._toolbox, self._call_tag.json, strict=True)
+    def _bare_json_reader(self, *, require_arguments: bool = False) -> JsonCallReader:
+        self._object_text = []
+        return JsonCallReader(
+            self,
+            self._toolbox,
+            self._call_tag.json,
+            strict=True,
+            require_arguments=require_arguments,
+        )
+
+    def _read_object(self, reader: JsonCallReader, buf: str, pos: int) -> int:
+        """Feed a tagless call's reader; a call the conversation already holds is a quote."""
+        new_pos = reader.feed(buf, pos)
+        if self._quoted:
+            self._object_text.append(buf[pos:new_pos])
+            tentative = self._tentative
+            if reader.finished and not reader.rejected and tentative is not None:
+                end = tentative.events[-1] if tentative.events else None
+                if (
+                    isinstance(end, ToolCallEnd)
+                    and isinstance(end.call, ToolCall)
+                    and self._quoted.quotes(
+                        "".join(self._object_text), end.call.name, end.call.arguments
+                    )
+                ):
+                    tentative.quoted = True
+        return new_pos
 
     # -- tentative text -----------------------------------------------------------------------
 
@@ -559,23 +684,59 @@ class StreamParser:
         tentative = self._tentative
         assert tentative is not None
         self._tentative = None
+        ids: dict[int, str] = {}
         for event in tentative.events:
+            if isinstance(event, ToolCallStart):
+                ids[event.index] = self._call_id()
+                event = ToolCallStart(event.index, ids[event.index], event.name)
+            elif isinstance(event, ToolCallEnd):
+                event = ToolCallEnd(
+                    event.index, dataclasses.replace(event.call, id=ids[event.index])
+                )
             self._release(event)
         self._boundary()
 
+    def _ends_a_line(self) -> bool:
+        """Whether the text just given back as content leaves us at the start of a line."""
+        return self._line_start
+
     def _in_fence_head(self, buf: str, pos: int) -> int:
-        """```json  then a `{` on the next line: maybe a bare call in a fence."""
-        newline = buf.find("\n", pos, pos + _MAX_FENCE_LINE)
-        if newline < 0 and len(buf) - pos < _MAX_FENCE_LINE:
-            return pos  # the fence's line may still end
-        # A line longer than that is code, not a language word: this fence holds no call.
-        start = _skip_whitespace(buf, newline + 1) if newline >= 0 else pos
-        if newline >= 0 and start == len(buf):
-            return pos
-        if newline < 0 or buf[start] != "{":
+        """```json  then a `{` after the line break: maybe a bare call in a fence."""
+        if self._fence_head >= 0:
+            newline = buf.find("\n", pos, pos + _MAX_FENCE_LINE + 1 - self._fence_head)
+            if newline < 0:
+                self._fence_head += len(buf) - pos
+                tentative = self._tentative
+                assert tentative is not None
+                if self._fence_head <= _MAX_FENCE_LINE:
+                    tentative.info.append(buf[pos:])
+                    return len(buf)  # the info line may still end
+                # A line longer than that is code, not a language word: no call here.
+                self._reject()
+                self._open_fence(self._fence_len)
+                return pos
+            tentative = self._tentative
+            assert tentative is not None
+            info = "".join(tentative.info) + buf[pos:newline]
+            if not _CALL_FENCE.fullmatch(info.strip()):
+                tentative.raw.append(buf[pos : newline + 1])
+                self._reject()  # code in some other language: no call here
+                self._open_fence(self._fence_len)
+                self._fence_line_start = True
+                return newline + 1
+            self._fence_head = -1
+            return newline + 1
+        start = _skip_whitespace(buf, pos)
+        if start == len(buf):
+            return start
+        if buf[start] != "{":
+            tentative = self._tentative
+            assert tentative is not None
+            tentative.raw.append(buf[pos:start])
             self._reject()
             self._open_fence(self._fence_len)
-            return pos
+            self._fence_line_start = self._ends_a_line()
+            return start
         self._reader = self._bare_json_reader()
         self._state = BARE_JSON
         assert self._tentative is not None
@@ -585,7 +746,7 @@ class StreamParser:
     def _in_bare_json(self, buf: str, pos: int) -> int:
         reader = self._reader
         assert isinstance(reader, JsonCallReader)
-        new_pos = reader.feed(buf, pos)
+        new_pos = self._read_object(reader, buf, pos)
         if reader.rejected:
             tentative = self._tentative
             assert tentative is not None
@@ -605,12 +766,49 @@ class StreamParser:
         self._reject()
         if fenced:
             self._open_fence(self._fence_len)
+            self._fence_line_start = self._ends_a_line()
             return
         lexer = reader.lexer
         if lexer is not None and not lexer.done and lexer.error is None:
             lexer.detach()
             self._lexer = lexer
             self._state = JSON_TEXT
+
+    def _in_tools(self, buf: str, pos: int) -> int:
+        tentative = self._tentative
+        assert tentative is not None
+        reader = self._reader
+        if reader is not None:
+            assert isinstance(reader, JsonCallReader)
+            new_pos = self._read_object(reader, buf, pos)
+            if reader.rejected:
+                tentative.raw.append(buf[pos:new_pos])
+                self._reader = None
+                self._reject()
+            elif reader.finished:
+                self._reader = None
+                self._echo_calls += 1
+            return new_pos
+        start = _skip_separators(buf, pos)
+        if start == len(buf):
+            return start
+        if buf.startswith("</tools>", start) and self._echo_calls:
+            if tentative.quoted:
+                tentative.raw.append(buf[pos : start + len("</tools>")])
+                self._reject()
+            else:
+                self._confirm()
+                self._segment_has_text = False
+                self._state = CONTENT
+            return start + len("</tools>")
+        if cut_off(buf, start, "</tools>"):
+            return start
+        if buf[start] == "{":
+            self._reader = self._bare_json_reader(require_arguments=True)
+            return start
+        tentative.raw.append(buf[pos:start])
+        self._reject()
+        return start
 
     def _in_json_text(self, buf: str, pos: int) -> int:
         lexer = self._lexer
@@ -669,18 +867,40 @@ class StreamParser:
         elif state == BODY_START:
             self._invalid_call(held.strip(), TRUNCATED)
             self._end_block(0)
-        elif state in (BARE_JSON, FENCE_HEAD):
+        elif state in (BARE_JSON, FENCE_HEAD, TOOLS, THINK_LATE):
             # An object or fence still open at the end is not a call.
             self._reader = None
             self._reject()
             self._text(held)
+        elif state == TICKS:
+            self._text("`" * self._tick_run)
+            self._text(held)
         elif state == REASONING:
             self._think(held)
-        elif state != TAIL:
+        elif state == TAIL:
+            if held and not self._is_protocol_tail(held):
+                self._reject()
+                if self._state == REASONING:
+                    self._think(held)
+                else:
+                    self._text(held)
+        else:
             self._text(held)
         if self._tentative is not None:
-            self._confirm()
+            if self._tentative.quoted:
+                self._reject()
+            else:
+                self._confirm()
         self._boundary()
+
+    def _is_protocol_tail(self, held: str) -> bool:
+        """A tail held after a tentative call that the end cut off: an end token being
+        written, or the fence around a bare call being closed."""
+        tentative = self._tentative
+        assert tentative is not None
+        if tentative.awaiting_fence_close and "```".startswith(held):
+            return True
+        return self._end_tokens.kind_prefixed_by(held) is not None
 
 
 def _block_tags(tag: str) -> _BlockTags:
@@ -704,6 +924,19 @@ def _content_tag_kinds(blocks: dict[str, _BlockTags], parse_calls: bool) -> dict
     return kinds
 
 
+def _run_end(text: str, pos: int) -> int:
+    """Where the run of backticks starting at `pos` ends."""
+    match = _TICKS.match(text, pos)
+    assert match is not None
+    return match.end()
+
+
+def _skip_separators(text: str, pos: int) -> int:
+    match = _SEPARATORS.match(text, pos)
+    assert match is not None
+    return match.end()
+
+
 def _skip_whitespace(text: str, pos: int) -> int:
     match = _WHITESPACE.match(text, pos)
     assert match is not None
@@ -719,6 +952,7 @@ def parse(
     raw_json: bool = True,
     parse_calls: bool = True,
     call_id: Callable[[], str] = new_call_id,
+    untrusted: Iterable[str] = (),
 ) -> ParseResult:
     """Parse a complete model output: feed everything, then close."""
     parser = StreamParser(
@@ -728,6 +962,7 @@ def parse(
         raw_json=raw_json,
         parse_calls=parse_calls,
         call_id=call_id,
+        untrusted=untrusted,
     )
     parser.feed(text)
     parser.close()

@@ -13,13 +13,18 @@ too.
 Values are text, so the hard part is telling the structure from a value that contains tags (a
 file being written, say). Inside a value, at nesting level 0:
 - `</parameter>` closes the value only if what follows (after whitespace) is `<parameter=` with a
-  parameter of this tool, `</function>`, the end of the block, or the end of the output;
+  parameter of this tool, `</function>`, the end of the block, an end token or the end of the
+  output;
+- `</function>` and the block's closing tag close it (the model forgot `</parameter>`) only if
+  what follows is a line break, the end of the block, another call, an end token or the end of
+  the output: written inline, followed by more text, they are part of the value;
 - `<parameter=NAME>` for a parameter of this tool closes it too (the model forgot `</parameter>`);
-- `</function>` and the block's closing tag close it;
 - `<tool_call>` or `<function=` open a nesting level (a call written as text), closed by the
   matching closing tag; tags at a deeper level are all literal.
-One leading and one trailing newline are stripped from each value. String values stream as they
-arrive; other types are converted by the tool's schema when the value closes.
+The whitespace after a candidate closing tag is consumed while it is decided (`_PENDING`), so
+no run of it is ever read twice. One leading and one trailing newline are stripped from each
+value. String values stream as they arrive; other types are converted by the tool's schema when
+the value closes.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ _WHITESPACE = re.compile(r"\s*")
 _NAME_ATTRIBUTE = re.compile(r"""\s*name\s*=\s*["']?([^"'\s>]*)["']?\s*""")
 _MAX_HEAD = 256  # a tag head longer than this without its `>` is malformed
 
-_BETWEEN, _FUNCTION, _VALUE, _JSON_BODY, _SKIP = range(5)
+_BETWEEN, _FUNCTION, _VALUE, _JSON_BODY, _SKIP, _PENDING = range(6)
+_CLOSERS = ("close_param", "close_function", "close_block")
+_BLOCK_CLOSERS = TagMatcher({"</tool_call>": "close", "</function_call>": "close"})
 
 
 class XmlCallReader:
@@ -96,6 +103,11 @@ class XmlCallReader:
         self._fresh = False
         self._held_newline = False
         self._nesting = 0
+        # a candidate closing tag inside a value, and the whitespace read after it
+        self._pending_kind = ""
+        self._pending_text: list[str] = []
+        self._pending_end = 0  # absolute offset just after the tag
+        self._pending_newline = False
 
     # -- driving --------------------------------------------------------------------------
 
@@ -103,7 +115,14 @@ class XmlCallReader:
         """Consume from `pos`; return where it stopped (short of the end only when finished,
         or when what remains may be a tag cut by the chunk boundary)."""
         self._base = self._raw.begin_feed(text, pos)
-        handlers = (self._between, self._function, self._value, self._json_body, self._skip)
+        handlers = (
+            self._between,
+            self._function,
+            self._value,
+            self._json_body,
+            self._skip,
+            self._pending,
+        )
         while pos < len(text) and not self.finished:
             state = self._state
             new_pos = handlers[state](text, pos)
@@ -123,6 +142,13 @@ class XmlCallReader:
         if call is None:
             if rest.strip():
                 PendingCall(self._emitter, self._toolbox).fail(TRUNCATED, rest.strip())
+            return
+        if self._state == _PENDING:
+            # The end of the output confirms the closing tag, unless more was being written.
+            if rest.strip() and not _is_cut_closing_tag(rest.strip(), self._function_tags):
+                call.fail_later(TRUNCATED)
+            self._close_param()
+            self._settle_call(self._pending_end)
             return
         if self._state == _VALUE:
             if _is_cut_closing_tag(rest, self._value_tags):
@@ -296,6 +322,13 @@ class XmlCallReader:
             elif self._nesting and kind != "end":
                 if kind in ("close_function", "close_block"):
                     self._nesting -= 1
+            elif kind in _CLOSERS:
+                self._pending_kind = kind
+                self._pending_text = [text[lt:end]]
+                self._pending_end = self._abs(end)
+                self._pending_newline = False
+                self._state = _PENDING
+                return end
             else:
                 verdict = self._closes_value(text, kind, end)
                 if isinstance(verdict, NeedMore):
@@ -306,33 +339,76 @@ class XmlCallReader:
             pos = end
         return pos
 
-    def _end_value(self, kind: str, lt: int, end: int) -> int:
-        self._close_param()
-        if kind == "close_param":
-            return end
-        if kind == "open_param":
-            return lt  # the next parameter starts here
-        self._settle_call(self._abs(end))
-        self._after_function(finished_block=kind != "close_function")
-        return end
-
-    def _closes_value(self, text: str, kind: str, end: int) -> bool | NeedMore:
-        if kind == "open_param":
-            head = _read_head(text, end)
-            if isinstance(head, NeedMore):
-                return NEED_MORE
-            return isinstance(head, tuple) and self._is_parameter(head[0])
-        if kind != "close_param":
-            return True
-        after = _skip_whitespace(text, end)
+    def _pending(self, text: str, pos: int) -> int:
+        """After a closing tag inside a value: whitespace, then what decides whether it closes."""
+        after = _skip_whitespace(text, pos)
+        if after > pos:
+            self._pending_text.append(text[pos:after])
+            self._pending_newline = self._pending_newline or "\n" in text[pos:after]
         if after >= len(text):
-            return NEED_MORE
-        found = self._function_tags.match(text, after)
-        if isinstance(found, NeedMore) or not isinstance(found, tuple):
-            return found if isinstance(found, NeedMore) else False
+            return after
+        verdict = self._confirms(text, after)
+        if isinstance(verdict, NeedMore):
+            return after
+        if not verdict:
+            self._state = _VALUE
+            self._value_text("".join(self._pending_text))
+            self._pending_text = []
+            return after
+        self._pending_text = []
+        self._close_param()
+        if self._pending_kind == "close_param":
+            return after
+        self._settle_call(self._pending_end)
+        self._after_function(finished_block=self._pending_kind == "close_block")
+        return after
+
+    def _confirms(self, text: str, at: int) -> bool | NeedMore:
+        """Whether what starts at `at` confirms the pending closing tag."""
+        kind = self._pending_kind
+        if kind != "close_param" and self._pending_newline:
+            return True
+        if text[at] != "<":
+            return False
+        found = self._function_tags.match(text, at)
+        if isinstance(found, NeedMore):
+            return found
+        if kind != "close_param":
+            if isinstance(found, tuple) and found[0] in ("close_block", "end"):
+                return True
+            closer = _BLOCK_CLOSERS.match(text, at)  # any call block's closing tag
+            if closer is not None:
+                return closer if isinstance(closer, NeedMore) else True
+            opening = self._between_tags.match(text, at)
+            if isinstance(opening, NeedMore):
+                return opening
+            return isinstance(opening, tuple) and opening[0] in ("open_eq", "open_attr", "skip")
+        if not isinstance(found, tuple):
+            return False
         if found[0] != "open_param":
             return True
         head = _read_head(text, found[1])
+        if isinstance(head, NeedMore):
+            return NEED_MORE
+        return isinstance(head, tuple) and self._is_parameter(head[0])
+
+    def _end_value(self, kind: str, lt: int, end: int) -> int:
+        if kind == "open_param":
+            self._close_param()
+            return lt  # the next parameter starts here
+        # An end token: the output ended inside the value, as if cut off there.
+        assert self._call is not None
+        self._call.fail_later(TRUNCATED)
+        self._settle_call(self._abs(lt))
+        self._after_function(finished_block=True)
+        return end
+
+    def _closes_value(self, text: str, kind: str, end: int) -> bool | NeedMore:
+        """`<parameter=NAME>` closes a value when NAME is a parameter of this tool; an end
+        token always does."""
+        if kind != "open_param":
+            return True
+        head = _read_head(text, end)
         if isinstance(head, NeedMore):
             return NEED_MORE
         return isinstance(head, tuple) and self._is_parameter(head[0])

@@ -46,16 +46,19 @@ from hermes_tools.json_answer import extract_json_answer
 from hermes_tools.json_lexer import canonical
 from hermes_tools.prompt import ToolChoice
 from hermes_tools.stream_parser import StreamParser
+from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """What the request allows: whether calls may be made, which tool, and how many."""
+    """What the request allows: whether calls may be made, which tool, and how many; which
+    tools exist and the schemas their arguments must fit."""
 
     choice: ToolChoice
     single_call: bool
+    toolbox: Toolbox = field(default_factory=Toolbox)
 
     @property
     def requires_call(self) -> bool:
@@ -159,6 +162,7 @@ class ChoiceReply:
         self._drop_text = False
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> its call on the wire
         self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
+        self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
         self.attempt_valid = 0  # valid calls this attempt (released or held)
         self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
         self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
@@ -175,6 +179,7 @@ class ChoiceReply:
         self._hold_at_call = tentative and not self._holding
         self._on_wire = {}
         self._refused = {}
+        self._unbound = {}
         self.attempt_valid = 0
         self.attempt_errors = []
         self.attempt_text_preview = ""
@@ -244,14 +249,21 @@ class ChoiceReply:
                 if refusal is not None:
                     self._refused[event.index] = refusal
                     continue
+                unbound = self._unbound_problem(event.name)
+                if unbound is not None:
+                    self._unbound[event.index] = unbound  # invalid; never goes on the wire
+                    continue
                 self._call_seen()
-            elif isinstance(event, ToolCallArgsDelta) and event.index in self._refused:
+            elif isinstance(event, ToolCallArgsDelta) and (
+                event.index in self._refused or event.index in self._unbound
+            ):
                 continue
             elif isinstance(event, ToolCallEnd):
                 refusal = self._refused.pop(event.index, None)
                 if refusal is not None:
                     self._drop(event.call, refusal)
                     continue
+                event = self._checked(event)
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
                 else:
@@ -280,6 +292,24 @@ class ChoiceReply:
         if self._policy.single_call and self.valid_calls + self.attempt_valid >= 1:
             return "only one call is allowed per reply (parallel_tool_calls=False)"
         return None
+
+    def _unbound_problem(self, name: str | None) -> str | None:
+        toolbox = self._policy.toolbox
+        if name is None or not toolbox or toolbox.is_bound(name):
+            return None
+        return toolbox.argument_problem(name, {})
+
+    def _checked(self, event: ToolCallEnd) -> ToolCallEnd:
+        """The call as the policy sees it: one naming no bound tool, or whose arguments do not
+        fit its tool's schema, is invalid with that reason (and so asked again)."""
+        call = event.call
+        problem = self._unbound.pop(event.index, None)
+        if isinstance(call, ToolCall):
+            problem = problem or self._policy.toolbox.argument_problem(call.name, call.arguments)
+            if problem is not None:
+                raw = json.dumps(call.arguments, ensure_ascii=False)
+                return ToolCallEnd(event.index, InvalidToolCall(call.id, call.name, raw, problem))
+        return event
 
     def _call_seen(self) -> None:
         if self._hold_at_call:

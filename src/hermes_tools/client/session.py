@@ -26,6 +26,7 @@ from hermes_tools.format import HermesFormat
 from hermes_tools.json_answer import json_answer_instructions
 from hermes_tools.json_lexer import canonical
 from hermes_tools.tools import Toolbox
+from hermes_tools.trust import QuotedCalls, conversation_texts
 
 _TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
@@ -73,12 +74,13 @@ class CompletionSession:
         self._choice = fmt.tool_choice(self._toolbox, choice_value if given(choice_value) else None)
         parallel = kwargs.get("parallel_tool_calls")
         parallel = parallel if given(parallel) else None
-        self._policy = CallPolicy(self._choice, single_call=parallel is False)
+        self._policy = CallPolicy(self._choice, parallel is False, self._toolbox)
         # Calls are read whenever tools are in play, even where none may be made, so that a
         # model copying the history's calls does not put call markup in the content.
         self._parse_calls = uses_tools(kwargs)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
         messages = kwargs.get("messages") or []
+        self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
         self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
         if self._json_answer:
             del self._upstream["response_format"]
@@ -313,7 +315,9 @@ class CompletionSession:
             )
         if index not in self._attempt_started:
             self._attempt_started.add(index)
-            parser = self._fmt.stream_parser(self._toolbox, "auto" if self._parse_calls else "none")
+            parser = self._fmt.stream_parser(
+                self._toolbox, "auto" if self._parse_calls else "none", untrusted=self._quoted
+            )
             reply.start_attempt(parser, tentative=self._repairs_left > 0, retry=self._attempt > 0)
         return reply
 

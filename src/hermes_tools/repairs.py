@@ -1,0 +1,86 @@
+"""The documented repair: json-repair's reading of JSON a model botched, when it is faithful.
+
+json-repair fixes what models get wrong about JSON's punctuation: quotes, commas, colons,
+brackets left open. It also drops what it cannot place (text after a value, `<think>` tags in
+the middle of an object, the first key of a pair given twice) and can misread a mangled key
+(`{name"get_weather` becomes the name `et_weather`...). A call built from such a reading is a
+guess, and a guessed call must never run. So a repair is accepted only when it keeps every
+word the model wrote, in order: the model's text and the repaired value must spell the same
+words once quotes, commas, colons, brackets, backslashes and whitespace are set aside.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hermes_tools.json_lexer import repair
+from hermes_tools.json_limits import value_problem
+
+_LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_SIMPLE_ESCAPE = re.compile(r"\\([nrtbf])")
+_LITERAL = re.compile(r"\b(?:True|False|None)\b")
+_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+
+
+def _decode_escapes(text: str) -> str:
+    text = _UNICODE_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), text)
+    return _SIMPLE_ESCAPE.sub(lambda match: _ESCAPED[match.group(1)], text)
+
+
+def _words(text: str) -> str:
+    # Surrogates written as two escapes are one character; a lone one is unreadable either way.
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = _LITERAL.sub(lambda match: _LITERALS[match.group()], text)
+    return _LAYOUT.sub("", text)
+
+
+def words(text: str) -> str:
+    """The words of a JSON-ish text: escapes decoded; quotes, commas, colons, brackets,
+    backslashes and whitespace set aside; Python's True/False/None spelled as JSON's."""
+    return _words(_decode_escapes(text))
+
+
+def _atoms(value: Any) -> list[str]:
+    """The keys and scalars of a value, in order, as they would be written."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                stack.append(child)
+                stack.append(_Key(key))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, _Key):
+            out.append(item.text)
+        elif item is None:
+            out.append("null")
+        elif isinstance(item, bool):
+            out.append("true" if item else "false")
+        else:
+            out.append(str(item))
+    return out
+
+
+class _Key:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def faithful(written: str, value: Any) -> bool:
+    """Whether `value` spells exactly the words of `written`."""
+    return words(written) == _words(" ".join(_atoms(value)))
+
+
+def faithful_repair(text: str) -> Any:
+    """json-repair's reading of `text` if it is faithful and usable as arguments, else None."""
+    value = repair(text)
+    if value is None or value_problem(value) is not None or not faithful(text, value):
+        return None
+    return value

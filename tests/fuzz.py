@@ -1,0 +1,105 @@
+"""The long fuzz run: many generated replies, every option set, every split.
+
+    nice uv run python tests/fuzz.py [--inputs 60000] [--seed 1] [--jobs 2] [--examples 2]
+                                     [--dump findings.jsonl]
+
+Prints how many inputs and parser runs it made, then every kind of finding with how many
+inputs showed it and the shortest of them (`--dump` writes every finding, one JSON line per
+input). Exit status 1 when anything was found. The CI test (`tests/test_fuzz.py`) runs the
+same grammar and oracle on a short hypothesis budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fuzz_grammar import RandomChooser, generate
+from fuzz_oracle import check
+
+Result = tuple[int, int, Counter[str], dict[str, list[str]], list[dict[str, object]]]
+
+
+def _work(job: tuple[int, int, int]) -> Result:
+    seed, first, count = job
+    inputs = runs = 0
+    kinds: Counter[str] = Counter()
+    shortest: dict[str, list[str]] = {}
+    dumped: list[dict[str, object]] = []
+    for number in range(first, first + count):
+        rng = random.Random(f"{seed}-{number}")
+        case = generate(RandomChooser(rng))
+        findings, made = check(case, rng)
+        inputs += 1
+        runs += made
+        if findings:
+            dumped.append(
+                {
+                    "input": number,
+                    "text": case.text,
+                    "findings": sorted({f"{f.signature()} [{f.options}]" for f in findings}),
+                }
+            )
+        for signature in {finding.signature() for finding in findings}:
+            kinds[signature] += 1
+            examples = shortest.setdefault(signature, [])
+            examples.append(case.text)
+            examples.sort(key=len)
+            del examples[3:]
+    return inputs, runs, kinds, shortest, dumped
+
+
+def main() -> int:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--inputs", type=int, default=60_000)
+    options.add_argument("--seed", type=int, default=1)
+    options.add_argument("--jobs", type=int, default=2)
+    options.add_argument("--examples", type=int, default=1, help="shortest inputs shown per kind")
+    options.add_argument("--dump", type=Path, help="write every finding here, as JSON lines")
+    args = options.parse_args()
+    batch = 200
+    jobs = [
+        (args.seed, first, min(batch, args.inputs - first))
+        for first in range(0, args.inputs, batch)
+    ]
+    started = time.perf_counter()
+    inputs = runs = 0
+    kinds: Counter[str] = Counter()
+    shortest: dict[str, list[str]] = {}
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    with multiprocessing.Pool(args.jobs) as pool:
+        for done, made, found, examples, dumped in pool.imap_unordered(_work, jobs):
+            if dump is not None:
+                for line in dumped:
+                    dump.write(json.dumps(line, ensure_ascii=True) + "\n")
+            inputs += done
+            runs += made
+            kinds.update(found)
+            for signature, texts in examples.items():
+                merged = sorted(shortest.get(signature, []) + texts, key=len)
+                shortest[signature] = merged[: args.examples]
+            print(f"\r{inputs:,} inputs, {runs:,} runs", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    if dump is not None:
+        dump.close()
+    seconds = time.perf_counter() - started
+    print(f"inputs: {inputs:,}  parser runs: {runs:,}  ({seconds:.0f} s, seed {args.seed})")
+    print(f"inputs with findings, by kind: {len(kinds)} kinds")
+    for signature, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
+        print(f"  {count:6,}  {signature}")
+        for text in shortest[signature]:
+            shown = text if len(text) <= 300 else text[:150] + " ... " + text[-100:]
+            print(f"            e.g. {shown!r}")
+    return 1 if kinds else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

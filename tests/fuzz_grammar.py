@@ -1,0 +1,718 @@
+"""A grammar of model output for the fuzzer: what a model writes, and what it means.
+
+`generate(chooser)` builds one `Case`: a reply assembled from segments (prose, reasoning, call
+blocks in the shapes and syntaxes the parser reads, code, end tokens, an echoed prompt, tag
+soup), then possibly mutated (characters deleted, inserted, duplicated, the reply cut off).
+
+Every piece of text a user could lose carries a unique marker word `m<N>...x`, decorated with
+characters that are easy to mishandle (NUL, lone surrogates, RTL marks, `<`, `{`, quotes). The
+case records where each marker belongs:
+
+- TEXT: prose, reasoning, code, an echoed prompt. Never part of a call, valid or invalid.
+- CALL: written inside call k. If a valid call holds it, that call must be exactly what the
+  grammar wrote (`ExpectedCall`), read through the parser's documented repairs.
+- ANY: what it means depends on a mutation, tag soup or a cut-off; only "exactly one place"
+  applies to it.
+
+A mutation at position p makes every segment that ends near or after p (and every segment
+whose meaning depends on what follows it) ANY. One grammar drives both the hypothesis test
+(`HypothesisChooser`, which shrinks) and the long runner (`RandomChooser`, which is fast).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+TEXT, CALL, ANY = "text", "call", "any"
+
+WEATHER = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    },
+}
+WRITE_FILE = {
+    "name": "write_file",
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+    },
+}
+TOOLS = [WEATHER, WRITE_FILE]
+MAX_DEPTH = 100  # the parser's documented limit on how deep arguments may nest
+MAX_INT_DIGITS = 4300  # and on how many digits an integer may have
+
+# Characters that are easy to mishandle, by where they can go without changing the structure.
+_PROSE_CHARS = [
+    *"<>{}[]&\"'\\:=",
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\u202e",
+    "\u200f",
+    "\ufeff",
+    "\u2028",
+    "\x85",
+    "\u3000",
+    "é",
+    "😀",
+    "北",
+]
+_STRING_CHARS = [c for c in _PROSE_CHARS if c not in "\"'\\\x00"]
+_VALUE_CHARS = [c for c in _PROSE_CHARS if c != "\\"]
+
+END_TOKENS = ["<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>", "<|end|>"]
+
+# Pieces of markup glued anywhere by mutations and tag soup.
+FRAGMENTS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tools>",
+    "</tools>",
+    "<think>",
+    "</think>",
+    "<function=get_weather>",
+    '<function name="write_file">',
+    "</function>",
+    "<parameter=city>",
+    "<parameter=content>",
+    "</parameter>",
+    "<parameter=",
+    "<|im_end|>",
+    "<|im",
+    "<fn>",
+    "</fn>",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "\\",
+    "\\u",
+    ":",
+    ",",
+    "`",
+    "```",
+    "```json\n",
+    "\n",
+    "  ",
+    "<",
+    "</",
+    ">",
+    "NaN",
+    "Infinity",
+    "True",
+    "null",
+    "1e999",
+    "\x00",
+    "\ud800",
+    "\u202e",
+    '{"name": "get_weather", "arguments": {',
+    '{"name"',
+    '"arguments": ',
+]
+
+
+class Chooser(Protocol):
+    def integer(self, low: int, high: int) -> int:
+        """A whole number in [low, high]."""
+
+
+class RandomChooser:
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def integer(self, low: int, high: int) -> int:
+        return self._rng.randint(low, high)
+
+
+class HypothesisChooser:
+    def __init__(self, draw: Callable[[Any], Any]) -> None:
+        from hypothesis import strategies as st
+
+        self._draw = draw
+        self._integers = st.integers
+
+    def integer(self, low: int, high: int) -> int:
+        return int(self._draw(self._integers(low, high)))
+
+
+def pick(chooser: Chooser, options: Sequence[T]) -> T:
+    return options[chooser.integer(0, len(options) - 1)]
+
+
+def chance(chooser: Chooser, percent: int) -> bool:
+    return chooser.integer(0, 99) < percent
+
+
+@dataclass
+class ExpectedCall:
+    """A call the grammar wrote. `arguments` is None when it must not come out valid."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    must_parse: bool = False  # under the default options it must come out exactly so
+    written_name: str = ""  # without tools: no name is corrected...
+    untyped: dict[str, Any] | None = None  # ...and no XML value is converted by a schema
+
+    def without_tools(self) -> tuple[str, dict[str, Any] | None]:
+        untyped = self.arguments if self.untyped is None else self.untyped
+        return self.written_name or self.name, None if self.arguments is None else untyped
+
+
+@dataclass
+class Segment:
+    start: int
+    end: int
+    home: str
+    tentative: bool = False  # its meaning depends on what follows it
+
+
+@dataclass
+class Case:
+    text: str
+    segments: list[Segment]
+    calls: list[ExpectedCall]
+    markers: dict[str, tuple[int, int | None]]  # marker -> (segment, call or None)
+    mutated: bool = False
+    kinds: list[str] = field(default_factory=list)
+
+    def home(self, marker: str) -> tuple[str, ExpectedCall | None]:
+        segment, call = self.markers[marker]
+        return self.segments[segment].home, None if call is None else self.calls[call]
+
+
+class _Builder:
+    def __init__(self, chooser: Chooser) -> None:
+        self.c = chooser
+        self.pieces: list[str] = []
+        self.length = 0
+        self.segments: list[Segment] = []
+        self.calls: list[ExpectedCall] = []
+        self.markers: dict[str, tuple[int, int | None]] = {}
+        self.kinds: list[str] = []
+        self._counter = 0
+        self._pending: list[tuple[str, int | None]] = []
+        self._owner: int | None = None  # the call whose markers are being written
+        self.damaged_from: int | None = None  # tag soup: everything after it is ANY
+        self.text_since_call = False  # visible text since the start or the last call block
+
+    # -- markers and values ---------------------------------------------------------------
+
+    def marker(self, chars: Sequence[str] = ()) -> str:
+        self._counter += 1
+        decoration = ""
+        if chars and chance(self.c, 35):
+            decoration = "".join(pick(self.c, chars) for _ in range(self.c.integer(1, 3)))
+        word = f"m{self._counter}{decoration}x"
+        self._pending.append((word, self._owner))
+        return word
+
+    def words(self, chars: Sequence[str], separators: Sequence[str] = (" ",)) -> str:
+        out = self.marker(chars)
+        for _ in range(self.c.integer(0, 2)):
+            out += pick(self.c, separators) + self.marker(chars)
+        return out
+
+    def string_value(self) -> str:
+        return self.words(_STRING_CHARS, [" ", ", ", " - "])
+
+    def json_value(self, depth: int = 0) -> Any:
+        kind = self.c.integer(0, 9 if depth < 2 else 5)
+        if kind <= 2:
+            return self.string_value()
+        if kind == 3:
+            return pick(self.c, [0, -7, 42, 10**20, 3.5, -0.25, 0.001])
+        if kind == 4:
+            return pick(self.c, [True, False, None])
+        if kind == 5:
+            return ""
+        if kind <= 7:
+            return [self.json_value(depth + 1) for _ in range(self.c.integer(0, 3))]
+        return {
+            self.marker(_STRING_CHARS): self.json_value(depth + 1)
+            for _ in range(self.c.integer(0, 3))
+        }
+
+    def new_call(self, call: ExpectedCall) -> None:
+        """The markers written from now on belong to this call."""
+        self._owner = len(self.calls)
+        self.calls.append(call)
+
+    def end_call(self) -> None:
+        self._owner = None
+
+    # -- segments -------------------------------------------------------------------------
+
+    def add(self, text: str, home: str, kind: str, *, tentative: bool = False) -> None:
+        index = len(self.segments)
+        self.segments.append(Segment(self.length, self.length + len(text), home, tentative))
+        self.kinds.append(kind)
+        for word, owner in self._pending:
+            self.markers[word] = (index, owner)
+        self._pending = []
+        self.pieces.append(text)
+        self.length += len(text)
+        if kind in ("json_call", "xml_call"):
+            self.text_since_call = False
+        elif kind not in ("think", "newline", "end_token", "unclosed_think"):
+            self.text_since_call = True
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def newline(self) -> None:
+        """Start a line, for what only counts at the start of one (fences, bare JSON)."""
+        if self.pieces and not self.pieces[-1].endswith("\n"):
+            self.add("\n", TEXT, "newline")
+
+
+# -- JSON calls -----------------------------------------------------------------------------
+
+_HAZARD = "__hazard__"
+_SHAPE_KEYS = {"name", "arguments", "parameters", "args", "type", "id", "function"}
+_SHAPE_KEYS |= {"tool_name", "function_name"}
+
+
+def _arguments(b: _Builder, tool: str) -> dict[str, Any]:
+    if tool == "get_weather":
+        args: dict[str, Any] = {}
+        if chance(b.c, 80):
+            args["city"] = b.string_value()
+        if chance(b.c, 40):
+            args["days"] = b.c.integer(0, 14)
+        return args
+    args = {
+        "path": b.marker(_STRING_CHARS),
+        "content": b.words(_STRING_CHARS, [" ", "\n", "\n\n", "\t", " <b> ", " {} "]),
+    }
+    if chance(b.c, 30):
+        args[b.marker(_STRING_CHARS)] = b.json_value()
+    return args
+
+
+def _write(value: Any, style: str) -> str:
+    """A value as JSON, or in one of the sloppy styles the parser reads."""
+    if style == "strict":
+        return json.dumps(value, ensure_ascii=False)
+    if style == "compact":
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if style == "pretty":
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    if style == "python":
+        return _python(value)
+    return _trailing_commas(value)
+
+
+def _python(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_python(k)}: {_python(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_python(item) for item in value) + "]"
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+        return "'" + escaped.replace("\t", "\\t") + "'"
+    return repr(value)
+
+
+def _trailing_commas(value: Any) -> str:
+    if isinstance(value, dict):
+        items = "".join(
+            f"{json.dumps(k, ensure_ascii=False)}: {_trailing_commas(v)}, "
+            for k, v in value.items()
+        )
+        return "{" + items + "}"
+    if isinstance(value, list):
+        return "[" + "".join(f"{_trailing_commas(item)}, " for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass
+class _JsonCall:
+    body: str
+    call: ExpectedCall
+    clean: bool  # no hazard: a strict reader accepts it as written
+    flat: bool
+    breaks_lexer: bool  # needs json-repair (or is refused): the rest of its block goes with it
+
+
+def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
+    """One JSON call object, in one of the shapes models write, and its expected reading."""
+    tool = pick(b.c, ["get_weather", "write_file"])
+    expected = ExpectedCall(tool, None)
+    b.new_call(expected)
+    name = tool
+    if tool == "get_weather" and chance(b.c, 5):
+        name = pick(b.c, ["GET_WEATHER", "functions.get_weather"])
+    elif chance(b.c, 5):
+        name = tool = b.marker()  # a tool nobody bound: read as written
+        expected.name = tool
+    expected.written_name = name
+    args = _arguments(b, tool)
+    style = pick(b.c, ["strict", "strict", "strict", "compact", "pretty", "python", "commas"])
+    args_key = pick(b.c, ["arguments", "arguments", "parameters"])
+    shape = b.c.integer(0, 9)
+    hazard = b.c.integer(0, 39)
+    string_args = shape in (6, 7)
+    written = {**args, "big": _HAZARD} if hazard in (0, 1, 2) and not string_args else args
+    flat = shape == 8 and bool(args) and not set(written) & _SHAPE_KEYS
+    if shape == 4:
+        obj: Any = {args_key: written, "name": name}
+    elif shape == 5:
+        obj = {"type": "function", "function": {"name": name, "arguments": written}}
+    elif shape == 6:
+        obj = {"name": name, "arguments": json.dumps(written, ensure_ascii=False)}
+    elif shape == 7:
+        obj = {"arguments": json.dumps(written, ensure_ascii=False), "name": name}
+    elif flat:
+        obj = {"name": name, **written}
+    else:
+        obj = {"name": name, args_key: written}
+    body = _write(obj, style)
+    arguments: dict[str, Any] | None = args
+    clean = True
+    if hazard == 8 and style == "strict" and '{"name": "' in body:
+        # The name's colon left out (a documented repair), or its quotes and colon mangled
+        # so that no word of the name survives as written.
+        mangled = pick(b.c, ['{name"', '{"name""', '{"name" "'])
+        body = body.replace('{"name": "', mangled, 1)
+        arguments = None if mangled == '{name"' else args
+        clean = False
+    elif written is not args:
+        clean = False
+        sentinel = _write(_HAZARD, style)
+        if hazard == 0:  # NaN and Infinity are not JSON
+            body = body.replace(sentinel, pick(b.c, ["NaN", "Infinity", "-Infinity", "nan"]))
+            arguments = None
+        elif hazard == 1:  # a huge integer
+            digits = b.c.integer(MAX_INT_DIGITS - 3, MAX_INT_DIGITS + 300)
+            body = body.replace(sentinel, "7" * digits)
+            arguments = None if digits > MAX_INT_DIGITS else {**args, "big": int("7" * digits)}
+        else:  # deep nesting; the arguments object itself is level 1
+            depth = pick(b.c, [MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH + 3, 990, 1500])
+            body = body.replace(sentinel, "[" * depth + "]" * depth)
+            nested: Any = []
+            for _ in range(depth - 1):
+                nested = [nested]
+            arguments = None if depth + 1 > MAX_DEPTH else {**args, "big": nested}
+    elif hazard == 3:  # a key beside the call's own keys
+        key = b.marker(_STRING_CHARS)
+        body = body[: body.rfind("}")] + f', "{key}": 1}}'
+        arguments = {**args, key: 1} if flat else None  # flat: one more argument
+        clean = False
+    elif hazard == 4 and style == "strict" and '"city": ' in body and not string_args:
+        body = body.replace('"city": ', f'"city": "{b.marker(_STRING_CHARS)}", "city": ', 1)
+        arguments = None
+        clean = False
+    elif hazard == 5 and allow_think:  # reasoning written inside the call body
+        body = body[:1] + f" <think>{b.words(_STRING_CHARS)}</think> " + body[1:]
+        arguments = None
+        clean = False
+    elif hazard == 6 and string_args and style == "strict":  # text after a string value
+        at = body.rfind("}") if shape == 6 else body.find(', "name"')
+        body = body[:at] + " " + b.marker() + body[at:]
+        arguments = None
+        clean = False
+    elif hazard == 7 and style == "strict" and not string_args and "path" in args:
+        # An unquoted word where a string goes: json-repair reads it as that string.
+        word = b.marker()
+        body = body.replace(json.dumps(args["path"], ensure_ascii=False), word, 1)
+        arguments = {**args, "path": word}
+        clean = False
+    expected.arguments = arguments
+    b.end_call()
+    breaks = hazard in (0, 5, 6, 7, 8) or (hazard == 1 and arguments is None)
+    return _JsonCall(body, expected, clean, flat, breaks and not clean)
+
+
+# -- XML calls ------------------------------------------------------------------------------
+
+
+def _xml_call(b: _Builder, *, wrapped: bool) -> tuple[str, ExpectedCall]:
+    tool = pick(b.c, ["get_weather", "write_file"])
+    expected = ExpectedCall(tool, None)
+    b.new_call(expected)
+    args: dict[str, Any] = {}
+    params: list[tuple[str, str]] = []
+    nl = pick(b.c, ["\n", ""])
+    if tool == "get_weather":
+        if chance(b.c, 80):
+            args["city"] = b.words(_VALUE_CHARS)
+            params.append(("city", args["city"]))
+        if chance(b.c, 40):
+            if chance(b.c, 10):
+                days = "9" * b.c.integer(MAX_INT_DIGITS - 3, MAX_INT_DIGITS + 300)
+                # Text that does not convert is kept as written (documented).
+                args["days"] = int(days) if len(days) <= MAX_INT_DIGITS else days
+            else:
+                days = str(b.c.integer(0, 30))
+                args["days"] = int(days)
+            params.append(("days", days))
+    else:
+        args["path"] = b.marker(_VALUE_CHARS)
+        params.append(("path", args["path"]))
+        content = b.words(_VALUE_CHARS, [" ", "\n", "  \n"])
+        extra = b.c.integer(0, 9)
+        untyped: dict[str, Any] = {}
+        if extra == 0:
+            content += " </parameter> " + b.marker(_VALUE_CHARS)
+        elif extra == 1:
+            content += " </function> " + b.marker(_VALUE_CHARS)
+        elif extra == 2:
+            content += " </tool_call> " + b.marker(_VALUE_CHARS)
+        elif extra == 3:
+            content += (
+                "\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+                + b.marker(_VALUE_CHARS)
+                + "\n</parameter>\n</function>\n</tool_call>\n"
+                + b.marker(_VALUE_CHARS)
+            )
+        elif extra == 4:
+            # Not a parameter of write_file: part of the value, unless nobody says so.
+            city = b.marker(_VALUE_CHARS)
+            untyped = {"content": content, "city": city}
+            content += "\n<parameter=city>\n" + city
+        args["content"] = content
+        params.append(("content", content))
+    head = f"<function={tool}>" if chance(b.c, 85) else f'<function name="{tool}">'
+    body = head + nl
+    closed = True
+    for index, (key, value) in enumerate(params):
+        body += f"<parameter={key}>{nl}{value}{nl}"
+        last = index == len(params) - 1
+        closed = not (last and "</" not in value and chance(b.c, 10))
+        if closed:
+            body += "</parameter>" + nl  # else left out before `</function>`: documented
+    body += "</function>"
+    if not closed and not wrapped:
+        body += "\n"  # `</function>` closes a value when a line break or a tag follows it
+    expected.arguments = args
+    expected.untyped = dict(params)
+    if tool == "write_file":
+        expected.untyped.update(untyped)
+    b.end_call()
+    return (f"<tool_call>{nl}{body}{nl}</tool_call>" if wrapped else body), expected
+
+
+# -- segments -------------------------------------------------------------------------------
+
+
+def _prose(b: _Builder) -> None:
+    text = b.words(_PROSE_CHARS, [" ", "  ", "\t", "\n", "\r\n", " -> ", ", ", "; "])
+    b.add(text + pick(b.c, ["", ".", "\n", "\n\n", " ", ".\n"]), TEXT, "prose")
+
+
+def _think(b: _Builder) -> None:
+    inner = b.words(_PROSE_CHARS, [" ", "\n"])
+    if chance(b.c, 30):
+        draft = _json_call(b, allow_think=False)  # calls drafted in a closed think are not run
+        b.calls[-1].arguments = None
+        inner += f"\n<tool_call>\n{draft.body}\n</tool_call>\n" + b.marker()
+    nl = pick(b.c, ["", "\n"])
+    # The draft's markers are reasoning, whatever call they were written for.
+    b._pending = [(word, None) for word, _ in b._pending]
+    b.add(f"<think>{nl}{inner}{nl}</think>\n", TEXT, "think")
+
+
+def _json_block(b: _Builder, *, tentative: bool = False) -> None:
+    nl = pick(b.c, ["\n", "", " "])
+    calls = [_json_call(b) for _ in range(pick(b.c, [1, 1, 1, 2]))]
+    if len(calls) == 1 and chance(b.c, 10):
+        inner = f"```json\n{calls[0].body}\n```"
+    elif len(calls) > 1 and chance(b.c, 50):
+        inner = "[" + ", ".join(call.body for call in calls) + "]"
+    else:
+        inner = "\n".join(call.body for call in calls)
+    broken = False
+    for number, call in enumerate(calls):
+        # After a call the lexer cannot read, the rest of the block is repaired as one piece,
+        # and a repair is only accepted when it holds exactly one call.
+        last = number == len(calls) - 1
+        call.call.must_parse = call.call.arguments is not None and not broken
+        if call.breaks_lexer:
+            call.call.must_parse = call.call.must_parse and last
+            broken = True
+    b.add(f"<tool_call>{nl}{inner}{nl}</tool_call>", CALL, "json_call", tentative=tentative)
+
+
+def _xml_block(b: _Builder) -> None:
+    text, call = _xml_call(b, wrapped=chance(b.c, 80))
+    call.must_parse = True
+    b.add(text, CALL, "xml_call")
+
+
+def _bare_json(b: _Builder) -> None:
+    """A call without tags: a call only at the very end of the reply, on a line of its own."""
+    b.newline()
+    call = _json_call(b)
+    bound = call.call.name in ("get_weather", "write_file")
+    call.call.must_parse = call.clean and not call.flat and bound
+    text = f"```json\n{call.body}\n```" if chance(b.c, 25) else call.body
+    b.add(text, CALL, "bare_json", tentative=True)
+
+
+def _inline_code(b: _Builder) -> None:
+    b.add(f"`<tool_call>{b.marker()}</tool_call>` ", TEXT, "inline_code")
+
+
+def _fence(b: _Builder) -> None:
+    b.newline()
+    body = _json_call(b).body
+    b.calls[-1].arguments = None
+    b._pending = [(word, None) for word, _ in b._pending]
+    language = pick(b.c, ["", "json", "xml", "python"])
+    b.add(f"```{language}\n<tool_call>\n{body}\n</tool_call>\n{b.marker()}\n```\n", TEXT, "fence")
+
+
+def _fenced_config(b: _Builder) -> None:
+    """A fenced JSON object that is no call, maybe never closed (issue 10's example)."""
+    b.newline()
+    closing = pick(b.c, ["}", ""])
+    b.add(f'Config:\n```json\n{{"{b.marker()}": 3{closing}\n```\n', TEXT, "fenced_config")
+
+
+def _json_in_prose(b: _Builder) -> None:
+    b.newline()
+    value = {b.marker(_STRING_CHARS): b.string_value()}
+    b.add(json.dumps(value, ensure_ascii=False) + "\n" + b.marker() + "\n", TEXT, "json_text")
+
+
+def _tools_echo(b: _Builder) -> None:
+    """The model repeats its system prompt: tool signatures are not calls."""
+    description = b.string_value()
+    lines = [
+        json.dumps(
+            {"type": "function", "function": {**tool, "description": description}},
+            ensure_ascii=False,
+        )
+        for tool in TOOLS
+    ]
+    b.add("<tools>\n" + "\n".join(lines) + "\n</tools>\n", TEXT, "tools_echo")
+
+
+def _end_token(b: _Builder) -> None:
+    b.add(pick(b.c, END_TOKENS), TEXT, "end_token")
+    # Until end tokens end the reply, what follows one may be read either way.
+    b.damaged_from = b.length if b.damaged_from is None else b.damaged_from
+
+
+def _tag_soup(b: _Builder) -> None:
+    pieces = "".join(pick(b.c, FRAGMENTS) for _ in range(b.c.integer(1, 8)))
+    b.add(pieces + b.marker(), ANY, "tag_soup")
+    b.damaged_from = b.segments[-1].start if b.damaged_from is None else b.damaged_from
+
+
+def _big_json_in_text(b: _Builder) -> None:
+    """JSON with a huge number or deep nesting in prose, on a line of its own."""
+    b.newline()
+    if chance(b.c, 50):
+        inner = "9" * b.c.integer(MAX_INT_DIGITS, MAX_INT_DIGITS + 200)
+    else:
+        depth = pick(b.c, [200, 990, 1500])
+        inner = "[" * depth + "]" * depth
+    b.add(f'{{"{b.marker()}": {inner}}}\n{b.marker()}\n', TEXT, "big_json_text")
+
+
+_MIDDLE = [
+    (_prose, 6),
+    (_think, 2),
+    (_json_block, 5),
+    (_xml_block, 3),
+    (_inline_code, 1),
+    (_fence, 1),
+    (_fenced_config, 1),
+    (_json_in_prose, 1),
+    (_tools_echo, 1),
+    (_end_token, 1),
+    (_tag_soup, 1),
+    (_big_json_in_text, 1),
+]
+_MIDDLE_TABLE = [segment for segment, weight in _MIDDLE for _ in range(weight)]
+
+
+def _cut_off_call(b: _Builder) -> None:
+    """A call block the reply ends in the middle of."""
+    if chance(b.c, 60):
+        opening = pick(
+            b.c, ["<tool_call>\n", "<tool_call>[", "<tool_call>```", "<tool_call>```json\n"]
+        )
+        text = opening + _json_call(b).body
+    else:
+        text = _xml_call(b, wrapped=True)[0]
+    b.calls[-1].arguments = None
+    cut = b.c.integer(1, max(1, len(text) - 1))
+    b.add(text[:cut], ANY, "cut_off_call")
+
+
+def _unclosed_think_then_call(b: _Builder) -> None:
+    late = b.text_since_call  # after text, an unclosed think is all text: no call runs
+    b.add(f"<think>{b.words(_PROSE_CHARS)}\n", TEXT, "unclosed_think", tentative=True)
+    first = len(b.calls)
+    _json_block(b, tentative=True)
+    if late:
+        b.segments[-1].home = ANY  # text by default, a call when the reply starts thinking
+        for call in b.calls[first:]:
+            call.must_parse = False
+
+
+_ENDINGS = [_bare_json, _cut_off_call, _unclosed_think_then_call]
+
+_MUTATION_TEXT = ["\n", " ", "\t", "\r"]
+
+
+def _mutate(b: _Builder, text: str) -> tuple[str, int | None]:
+    """Random edits; returns the text and where the first edit is."""
+    edits: list[int] = []
+    for _ in range(pick(b.c, [0, 0, 0, 0, 1, 1, 2, 3])):
+        at = b.c.integer(0, len(text))
+        kind = b.c.integer(0, 3)
+        if kind == 0:
+            text = text[:at] + text[at + b.c.integer(1, 3) :]
+        elif kind == 1:
+            text = text[:at] + pick(b.c, FRAGMENTS) + text[at:]
+        elif kind == 2:
+            text = text[:at] + text[at : at + b.c.integer(1, 12)] + text[at:]
+        else:
+            text = text[:at] + pick(b.c, _MUTATION_TEXT) + text[at:]
+        edits.append(at)
+    if chance(b.c, 12):
+        at = b.c.integer(0, len(text))
+        text = text[:at]
+        edits.append(at)
+    return text, min(edits) if edits else None
+
+
+def generate(chooser: Chooser) -> Case:
+    b = _Builder(chooser)
+    for _ in range(chooser.integer(0, 6)):
+        pick(chooser, _MIDDLE_TABLE)(b)
+    if chance(chooser, 35):
+        pick(chooser, _ENDINGS)(b)
+    if not b.segments:
+        _prose(b)
+    text, first_edit = _mutate(b, b.text())
+    damage = [d for d in (first_edit, b.damaged_from) if d is not None]
+    last = b.segments[-1]
+    for segment in b.segments:
+        # A closing tag's lookahead (whitespace, then the next tag) reaches past a segment.
+        if damage and segment.end + 64 > min(damage):
+            segment.home = ANY
+        if segment.tentative and (damage or (segment is not last and not _last_pair(b, segment))):
+            segment.home = ANY
+    if damage or b.damaged_from is not None:
+        for call in b.calls:
+            call.must_parse = False
+    return Case(text, b.segments, b.calls, b.markers, first_edit is not None, b.kinds)
+
+
+def _last_pair(b: _Builder, segment: Segment) -> bool:
+    """An unclosed think and the call after it end the reply together."""
+    return b.kinds[-1] == "json_call" and b.segments[-2] is segment

@@ -1,0 +1,249 @@
+"""Hostile and broken model output, from the fuzzer's findings (issue 10): the parser never
+raises, never loses or copies text, and never passes off a call the model did not write.
+
+Every case runs whole, one character at a time and in 7-character chunks (`parse_every_way`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hermes_tools import InvalidToolCall, ParseResult
+from hermes_tools.json_limits import MAX_DEPTH, MAX_INT_DIGITS
+from parser_helpers import WRITE_FILE, calls_as_dicts, parse_every_way
+
+DAYS = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    },
+}
+TOOLS = [DAYS, WRITE_FILE]
+
+
+def only_invalid(text: str) -> InvalidToolCall:
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == [], result.tool_calls
+    assert len(result.invalid_tool_calls) == 1, result.invalid_tool_calls
+    return result.invalid_tool_calls[0]
+
+
+def everywhere(result: ParseResult) -> str:
+    """All the places a character of the output can end up in."""
+    calls = [c.name + json.dumps(c.arguments, ensure_ascii=False) for c in result.tool_calls]
+    raws = [call.arguments for call in result.invalid_tool_calls]
+    return "\n".join([result.content, result.reasoning or "", *calls, *raws])
+
+
+# -- it raised -------------------------------------------------------------------------------
+
+
+def test_arguments_before_the_name_that_need_repair() -> None:
+    # Buffered argument text (the name was not known yet) was treated as already streamed.
+    text = '<tool_call>{"arguments": {"city": Oslo}, "name": "get_weather"}</tool_call>'
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "get_weather", "arguments": {"city": "Oslo"}}
+    ]
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH, 980, 1500])
+def test_arguments_nested_too_deep_are_invalid(depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    invalid = only_invalid(
+        f'<tool_call>{{"name": "get_weather", "arguments": {{"a": {nested}}}}}</tool_call>'
+    )
+    assert f"nested deeper than {MAX_DEPTH}" in invalid.error
+    assert invalid.arguments.count("[") == depth
+
+
+def test_arguments_nested_within_the_limit_are_valid() -> None:
+    depth = MAX_DEPTH - 1  # the arguments object itself is the first level
+    nested = "[" * depth + "]" * depth
+    result = parse_every_way(
+        f'<tool_call>{{"name": "get_weather", "arguments": {{"a": {nested}}}}}</tool_call>', TOOLS
+    )
+    assert len(result.tool_calls) == 1
+
+
+def test_huge_integer_in_a_call_is_invalid() -> None:
+    digits = "7" * (MAX_INT_DIGITS + 1)
+    invalid = only_invalid(
+        f'<tool_call>{{"name": "get_weather", "arguments": {{"days": {digits}}}}}</tool_call>'
+    )
+    assert f"more than {MAX_INT_DIGITS} digits" in invalid.error
+    assert digits in invalid.arguments
+
+
+def test_integer_at_the_limit_is_valid() -> None:
+    digits = "7" * MAX_INT_DIGITS
+    result = parse_every_way(
+        f'<tool_call>{{"name": "get_weather", "arguments": {{"days": {digits}}}}}</tool_call>',
+        TOOLS,
+    )
+    assert result.tool_calls[0].arguments == {"days": int(digits)}
+
+
+def test_huge_integer_in_an_xml_integer_parameter_is_kept_as_written() -> None:
+    digits = "9" * (MAX_INT_DIGITS + 1)
+    text = f"<tool_call><function=get_weather><parameter=days>{digits}</parameter></function></tool_call>"
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls[0].arguments == {"days": digits}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "get_weather", "arguments": {"days": ' + "1" * (MAX_INT_DIGITS + 1) + "}}",
+        'Look: {"a": ' + "1" * (MAX_INT_DIGITS + 1) + "}",
+        '{"a": ' + "1" * (MAX_INT_DIGITS + 1) + "}\nand more",
+        '{"a": ' + "[" * 1500 + "]" * 1500 + "}",
+        '{"a": 1e999}',
+    ],
+)
+def test_huge_numbers_and_deep_json_outside_calls_are_text(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text
+
+
+# -- wrong calls passed off as valid --------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "nan", "1e999"])
+def test_numbers_json_cannot_carry_make_the_call_invalid(value: str) -> None:
+    invalid = only_invalid(
+        f'<tool_call>{{"name": "get_weather", "arguments": {{"city": "Oslo", "days": {value}}}}}</tool_call>'
+    )
+    assert value in invalid.arguments
+    assert "JSON" in invalid.error
+
+
+def test_a_mangled_name_is_not_guessed() -> None:
+    # json-repair reads `{name"m1x` as the name "1x".
+    invalid = only_invalid('<tool_call>{name"m1x</tool_call>')
+    assert invalid.arguments == '{name"m1x'
+
+
+def test_reasoning_inside_a_call_body_makes_it_invalid() -> None:
+    body = '{"name": "get_weather", <think>or Bergen?</think> "arguments": {"city": "Oslo"}}'
+    invalid = only_invalid(f"<tool_call>{body}</tool_call>")
+    assert invalid.arguments == body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}, "note": "m3x"}',
+        '{"type": "function", "function": {"name": "get_weather", "arguments": {}}, "m8x": 1}',
+        '{"name": "get_weather", "city": "Paris", "arguments": {"city": "Oslo"}}',
+    ],
+)
+def test_keys_beside_the_arguments_make_the_call_invalid(body: str) -> None:
+    invalid = only_invalid(f"<tool_call>{body}</tool_call>")
+    assert "beside its arguments" in invalid.error
+    assert invalid.arguments == body
+
+
+def test_text_after_string_arguments_makes_the_call_invalid() -> None:
+    body = '{"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}" m4x}'
+    assert only_invalid(f"<tool_call>{body}</tool_call>").arguments == body
+    inner = '{"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"} m4x"}'
+    assert only_invalid(f"<tool_call>{inner}</tool_call>").arguments == inner
+
+
+def test_a_key_given_twice_makes_the_call_invalid() -> None:
+    body = '{"name": "get_weather", "arguments": {"city": "m5x", "city": "Oslo"}}'
+    invalid = only_invalid(f"<tool_call>{body}</tool_call>")
+    assert "twice" in invalid.error
+    assert invalid.arguments == body
+
+
+@pytest.mark.parametrize("tag", ["</tool_call>", "</function>", "</parameter>"])
+def test_closing_tags_inline_in_an_xml_value_are_part_of_it(tag: str) -> None:
+    value = f"a m6x {tag} m7x"
+    text = (
+        f"<tool_call><function=write_file><parameter=content>{value}</parameter>"
+        "</function></tool_call>"
+    )
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "write_file", "arguments": {"content": value}}
+    ]
+
+
+# -- text lost or copied ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool_call>[m1x",
+        "<tool_call>```m1x",
+        '<tool_call>["m1x"',
+        '<tool_call>[{"name": "get_weather", m1x',
+    ],
+)
+def test_cut_off_blocks_keep_their_text_in_an_invalid_call(text: str) -> None:
+    invalid = only_invalid(text)
+    assert "m1x" in invalid.arguments
+    assert invalid.error
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>[{"name": "get_weather"}, m8x, m9x]</tool_call>',
+        '<tool_call>["m8x", {"name": "get_weather"}, ["m9x"]]</tool_call>',
+        '<tool_call>[{ <think>m8x</think> "name": "get_weather"}, {"name": "write_file", "arguments": {"path": "m9x"}}]</tool_call>',
+        "<tool_call>```</tool_call>m8x\nm9x",
+    ],
+)
+def test_every_character_of_a_broken_block_lands_in_one_place(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    places = everywhere(result)
+    for marker in ("m8x", "m9x"):
+        assert places.count(marker) == 1, result
+
+
+def test_a_fenced_object_left_open_does_not_change_what_follows() -> None:
+    # Fed whole, the reader used to swallow the fence's closing line.
+    text = (
+        'Config:\n```json\n{"retries": 3\n```\n'
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    )
+    result = parse_every_way(text, TOOLS)
+    assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+    assert result.content == 'Config:\n```json\n{"retries": 3\n```'
+
+
+def test_a_rejected_tagless_call_uses_up_no_call_id() -> None:
+    # The ids of the calls that follow must not depend on where the chunks were cut.
+    text = '{"m3x": "m4x"}<tool_call>\n{"name": "get_weather"}</tool_call>'
+    result = parse_every_way(text, TOOLS)
+    assert [call.id for call in result.tool_calls] == ["call_0"]
+
+
+@pytest.mark.parametrize("text", ["{}", '{"parameters": {}}', '{"arguments": {}}', "[]"])
+def test_a_json_object_that_names_no_tool_is_text(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert result.invalid_tool_calls == []
+    assert result.content == text
+
+
+def test_a_fence_in_another_language_around_a_bare_call_is_code() -> None:
+    text = 'Example:\n```m10x\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```'
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == text
+
+
+def test_a_fence_word_inside_a_call_block_is_kept_when_it_is_no_language() -> None:
+    text = '<tool_call>```m10x\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```</tool_call>'
+    assert "m10x" in only_invalid(text).arguments
+    fenced = '<tool_call>```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```</tool_call>'
+    assert calls_as_dicts(parse_every_way(fenced, TOOLS)) == [
+        {"name": "get_weather", "arguments": {"city": "Oslo"}}
+    ]
