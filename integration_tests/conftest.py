@@ -3,6 +3,8 @@ proxy (`hermes-tools serve`) in front of it."""
 
 from __future__ import annotations
 
+import gc
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -41,6 +43,17 @@ def openai_client(server: ScriptedServer) -> Iterator[OpenAI]:
 async def async_openai_client(server: ScriptedServer) -> AsyncIterator[AsyncOpenAI]:
     async with AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0) as client:
         yield client
+
+
+@pytest.fixture
+def collect_closed_loops() -> Iterator[None]:
+    """For tests that call `asyncio.run` as users do: a loop it closes leaves the keep-alive
+    connections of the clients used in it (ours and the native classes') to the garbage
+    collector, whose warnings would land in whatever runs next. Collect them here."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 @pytest.fixture(scope="session")

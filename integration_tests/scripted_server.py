@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 
 @dataclass
@@ -129,7 +130,11 @@ class ScriptedServer:
             return self._queue + self._keyed
 
     def bodies(self) -> list[dict[str, Any]]:
-        return [request.body for request in self.requests if request.path.endswith("/completions")]
+        return [
+            request.body
+            for request in self.requests
+            if urlsplit(request.path).path.endswith("/completions")
+        ]
 
     def _take(self, body: dict[str, Any], recorded: Recorded) -> Reply:
         last_user = _last_user_text(body)
@@ -233,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, body: dict[str, Any], reply: Reply, recorded: Recorded) -> None:
         if reply.delay and self._client_left_during(reply.delay, recorded):
             return
-        if not self.path.endswith("/chat/completions"):
+        if not urlsplit(self.path).path.endswith("/chat/completions"):
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
         if reply.reject_stream_options and "stream_options" in body:

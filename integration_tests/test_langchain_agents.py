@@ -63,7 +63,7 @@ def ran_as_expected() -> bool:
 @pytest.fixture
 async def model(server: ScriptedServer) -> AsyncIterator[ChatHermes]:
     EXECUTED.clear()
-    chat = ChatHermes(model="qwen-test", base_url=server.base_url, api_key="k")
+    chat = ChatHermes(model="qwen-test", base_url=server.base_url, api_key="k", stream_usage=True)
     yield chat
     await chat.aclose()
 

@@ -19,6 +19,9 @@ attempt leaves nothing in the stream or the message:
   the model answered instead), and not when it repeats what an earlier attempt wrote.
 A call already streamed that turns out invalid cannot be taken back: its arguments get a
 suffix no JSON reader accepts, strict or partial (`never_parses`).
+
+A request for a JSON answer (`response_format`) gets its text whole at the end of the reply,
+as canonical JSON when it holds a JSON value (fences, prose and Python literals repaired).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
+    ParseResult,
     ReasoningDelta,
     TextDelta,
     ToolCall,
@@ -38,6 +42,8 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.json_answer import extract_json_answer
+from hermes_tools.json_lexer import canonical
 from hermes_tools.prompt import ToolChoice
 from hermes_tools.stream_parser import StreamParser
 from hermes_tools.tools import Toolbox
@@ -133,9 +139,11 @@ class ChoiceReply:
     it keeps only what the next deltas need.
     """
 
-    def __init__(self, policy: CallPolicy, *, aggregate: bool) -> None:
+    def __init__(self, policy: CallPolicy, *, aggregate: bool, json_answer: bool = False) -> None:
         self._policy = policy
         self._aggregate = aggregate
+        self._json_answer = json_answer
+        self._answer: list[str] = []  # a JSON answer's text, released once it is whole
         # What was released, over all attempts.
         self.content: list[str] = []
         self.reasoning: list[str] = []
@@ -196,22 +204,38 @@ class ChoiceReply:
     def close_attempt(self) -> list[Delta]:
         """The parser's last events (the attempt is settled by `settle`)."""
         assert self._parser is not None
-        deltas = self._take(self._parser.close())
-        self._parser = None
-        return deltas
+        return self._take(self._parser.close())
+
+    def attempt_result(self) -> ParseResult:
+        """What the parser read in this attempt (after `close_attempt`)."""
+        assert self._parser is not None
+        return self._parser.result()
 
     def settle(self, ask_again: bool, repeated: Callable[[str], bool]) -> list[Delta]:
         """The attempt is over: drop what was held if it is asked again, else release it.
         `repeated(text)` says whether an earlier attempt already wrote `text`."""
         held, self._held = self._held, []
         self._holding = False
+        self._parser = None
         if ask_again:
             return []
         if self._retry and self.attempt_valid == 0:
             text = "".join(e.text for e in held if isinstance(e, TextDelta))
             if text and repeated(text):
                 held = [e for e in held if not isinstance(e, TextDelta)]
-        return self._release_all(held)
+        return self._release_all(held) + self._release_answer()
+
+    def _release_answer(self) -> list[Delta]:
+        """A JSON answer goes out whole, as canonical JSON when the reply holds one (and
+        makes no call), or as the model wrote it."""
+        if not self._answer:
+            return []
+        text, self._answer = "".join(self._answer), []
+        if not self.has_calls:
+            text = extract_json_answer(text) or text
+        if self._aggregate:
+            self.content.append(text)
+        return [{"content": text}]
 
     # -- events -> deltas ----------------------------------------------------------------------
 
@@ -246,7 +270,10 @@ class ChoiceReply:
                     self.attempt_errors.append(event.call.error)
                     self._call_seen()
             if self._holding:
-                self._held.append(event)
+                if not isinstance(event, ToolCallArgsDelta):
+                    # A held call's arguments go out whole at its release, from its end:
+                    # holding its pieces would keep a second copy of them.
+                    self._held.append(event)
             else:
                 out += self._release(event)
             if isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall):
@@ -301,17 +328,21 @@ class ChoiceReply:
         return self._release_all(held)
 
     def _release_all(self, events: list[_Held]) -> list[Delta]:
-        # A call that was held whole and turned out invalid never goes on the wire.
-        unseen = {
-            e.index
+        # A call that was held whole and turned out invalid never goes on the wire; a valid
+        # one goes out with its arguments in one piece.
+        ended = {
+            e.index: e.call
             for e in events
-            if isinstance(e, ToolCallEnd)
-            and isinstance(e.call, InvalidToolCall)
-            and e.index not in self._on_wire
+            if isinstance(e, ToolCallEnd) and e.index not in self._on_wire
         }
         out: list[Delta] = []
         for event in events:
-            if isinstance(event, (ToolCallStart, ToolCallArgsDelta)) and event.index in unseen:
+            if isinstance(event, ToolCallStart) and event.index in ended:
+                call = ended[event.index]
+                if isinstance(call, InvalidToolCall):
+                    continue
+                out += self._release(event)
+                out += self._release(ToolCallArgsDelta(event.index, canonical(call.arguments)))
                 continue
             out += self._release(event)
         return out
@@ -322,6 +353,9 @@ class ChoiceReply:
             return []
         if isinstance(event, TextDelta):
             if self._drop_text:
+                return []
+            if self._json_answer:
+                self._answer.append(event.text)
                 return []
             if self._aggregate:
                 self.content.append(event.text)

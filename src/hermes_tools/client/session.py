@@ -7,7 +7,8 @@ The sync and async drivers only move data between it and the `openai` client.
 Reply policy (with `reply.py`): a reply whose calls are all unusable, or that lacks the call the
 request requires, is asked again up to `repair_attempts` times, for single-choice requests; a
 rejected attempt leaves no trace but its raw text in the `repairs` extension field. When a call
-is required and none comes, the request fails with `ToolCallRequiredError`.
+is required and none comes, the request fails with `ToolCallRequiredError`. A `response_format`
+asking for JSON is not sent: the prompt asks for bare JSON, and the answer is read back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
 from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
+from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
+from hermes_tools.json_answer import json_answer_instructions
+from hermes_tools.json_lexer import canonical
 from hermes_tools.tools import Toolbox
 from hermes_tools.trust import QuotedCalls, conversation_texts
 
@@ -77,6 +81,10 @@ class CompletionSession:
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
         messages = kwargs.get("messages") or []
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
+        self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
+        if self._json_answer:
+            del self._upstream["response_format"]
+            messages = _with_instructions(messages, json_answer_instructions(schema))
         self._messages = (
             fmt.render_messages(messages, self._toolbox, self._choice, parallel)
             if self._parse_calls
@@ -91,7 +99,7 @@ class CompletionSession:
         self._attempt = 0
         self._replies: dict[int, ChoiceReply] = {}
         self._attempt_started: set[int] = set()
-        self._raw_text: list[str] = []  # choice 0's text this attempt, while a repair may follow
+        self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
         self._metadata: dict[str, Any] | None = None
         self._usage: dict[str, Any] | None = None
@@ -191,8 +199,6 @@ class CompletionSession:
         deltas += reply.upstream_tool_calls(calls)
         content = getattr(part, "content", None)
         if isinstance(content, str) and content:
-            if index == 0 and self._repairs_left > 0:
-                self._raw_text.append(content)
             deltas += reply.text(content)
         if finish is not None:
             self._finish[index] = finish
@@ -208,10 +214,9 @@ class CompletionSession:
             for delta in reply.close_attempt()
         ]
         ask_again = self._ask_again()
-        earlier = [turn["content"].lstrip() for turn in self._retry_turns[::2]]
 
         def repeated(text: str) -> bool:
-            return any(attempt.startswith(text.strip()) for attempt in earlier)
+            return any(earlier.startswith(text.strip()) for earlier in self._rejected_text)
 
         for index, reply in sorted(self._replies.items()):
             out += [(index, delta) for delta in reply.settle(ask_again, repeated)]
@@ -224,17 +229,34 @@ class CompletionSession:
         if reason is None or self._repairs_left <= 0:
             return False
         self._repairs_left -= 1
-        raw = "".join(self._raw_text)
+        attempt = self._replies[0].attempt_result()
+        written = self._written_back(attempt)
         self._retry_turns += [
-            {"role": "assistant", "content": raw},
+            {"role": "assistant", "content": written},
             {"role": "user", "content": reason},
         ]
-        self._repairs.append({"reply": raw, "reason": reason})
+        self._repairs.append({"reply": written, "reason": reason})
+        self._rejected_text.append(attempt.content.strip())
         self._attempt += 1
-        self._raw_text = []
         self._attempt_started.clear()
         self._finish.clear()
         return True
+
+    def _written_back(self, attempt: ParseResult) -> str:
+        """A rejected attempt as the next request shows it to the model: written back as
+        history is (its text, and its calls as it wrote them), so no copy of the raw reply
+        is kept while it streams."""
+        written = [(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
+        written += [(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
+        calls = [
+            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for id_, name, arguments in written
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": attempt.content}
+        if calls:
+            message["tool_calls"] = calls
+        (rendered,) = self._fmt.render_messages([message])
+        return str(rendered["content"])
 
     def _repair_reason(self) -> str | None:
         if len(self._replies) != 1 or self._choice.mode == "none":
@@ -288,7 +310,9 @@ class CompletionSession:
     def _reply(self, index: int) -> ChoiceReply:
         reply = self._replies.get(index)
         if reply is None:
-            reply = self._replies[index] = ChoiceReply(self._policy, aggregate=self._aggregate)
+            reply = self._replies[index] = ChoiceReply(
+                self._policy, aggregate=self._aggregate, json_answer=self._json_answer
+            )
         if index not in self._attempt_started:
             self._attempt_started.add(index)
             parser = self._fmt.stream_parser(
@@ -320,6 +344,35 @@ class CompletionSession:
 
     def _add_usage(self, usage: dict[str, Any]) -> None:
         self._usage = usage if self._usage is None else _sum(self._usage, usage)
+
+
+def json_answer_request(response_format: object) -> tuple[bool, dict[str, Any] | None]:
+    """Whether a `response_format` asks for a JSON answer, and its schema if it gives one.
+    Other values (none, `{"type": "text"}`) are passed on as they are."""
+    if not isinstance(response_format, Mapping):
+        return False, None
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    elif kind == "json_object":
+        schema = response_format.get("schema")  # LangChain's json_mode may carry one
+    else:
+        return False, None
+    return True, dict(schema) if isinstance(schema, Mapping) and schema else None
+
+
+def _with_instructions(messages: Any, instructions: str) -> list[Any]:
+    """A system message after the leading ones (the format engine merges them)."""
+    messages = list(messages)
+    leading = 0
+    while (
+        leading < len(messages)
+        and isinstance(messages[leading], Mapping)
+        and messages[leading].get("role") in ("system", "developer")
+    ):
+        leading += 1
+    return [*messages[:leading], {"role": "system", "content": instructions}, *messages[leading:]]
 
 
 def _reasoning_of(part: object) -> str:
