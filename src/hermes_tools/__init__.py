@@ -31,6 +31,7 @@ from hermes_tools.events import (
     ToolCallStart,
 )
 from hermes_tools.format import HermesFormat
+from hermes_tools.prompt import legacy_template
 from hermes_tools.stream_parser import ParserClosedError, StreamParser, parse
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "ToolCallStart",
     "ToolDefinitionError",
     "WrongTypeError",
+    "legacy_template",
     "parse",
     "wrap",
 ]
