@@ -144,27 +144,29 @@ def main() -> int:
         parser.error("give --local MODELS, or --base-url (or OPENAI_BASE_URL)")
 
     started = time.monotonic()
-    reports = []
+    reports: list[dict[str, Any]] = []
+
+    def done(report: dict[str, Any]) -> None:
+        """Each model's table and the JSON so far, as soon as that model is through."""
+        reports.append(report)
+        print(table(report) + "\n", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(_jsonable(reports), indent=1))
+
     if args.local:
         from hermes_tools.local import start_local_model
 
         for name in args.local.split(","):
             with start_local_model(name) as server:
-                reports.append(
-                    evaluate_endpoint(server.base_url, name, "none", variants, cases, name)
-                )
+                done(evaluate_endpoint(server.base_url, name, "none", variants, cases, name))
     else:
-        reports.append(
+        done(
             evaluate_endpoint(args.base_url, args.model, args.api_key, variants, cases, args.model)
         )
     print(
-        f"{len(cases)} cases x {len(variants)} prompts, temperature 0, "
-        f"{time.monotonic() - started:.0f} s in all\n"
+        f"{len(cases)} cases x {len(variants)} prompts x {len(reports)} models, temperature 0, "
+        f"{time.monotonic() - started:.0f} s in all"
     )
-    for report in reports:
-        print(table(report) + "\n")
-    if args.json:
-        args.json.write_text(json.dumps(_jsonable(reports), indent=1))
     return 0
 
 
