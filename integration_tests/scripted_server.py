@@ -82,6 +82,8 @@ class Recorded:
     # The client closed the connection before the whole answer was sent (noticed while
     # waiting out `delay` / `interval`, or when a write failed).
     disconnected: bool = False
+    # The client's port: requests on one keep-alive connection share it.
+    port: int = 0
 
 
 class ScriptedServer:
@@ -193,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         headers = {key.lower(): value for key, value in self.headers.items()}
-        self.server_state.record(Recorded(self.path, headers, {}))
+        self.server_state.record(Recorded(self.path, headers, {}, port=self.client_address[1]))
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         else:
@@ -208,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request"}})
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        recorded = Recorded(self.path, headers, body)
+        recorded = Recorded(self.path, headers, body, port=self.client_address[1])
         reply = self.server_state._take(body, recorded)
         try:
             self._answer(body, reply, recorded)
