@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,8 +74,8 @@ _NOT_FORWARDED = {
     "user-agent",
     "authorization",
 }
-# Response headers passed back with an upstream error or a passed-through answer are all but
-# these (httpx hands over the raw bytes, so content-encoding stays true).
+# A passed-through answer keeps all its headers but these (httpx hands over the raw bytes,
+# so content-encoding stays true).
 _NOT_RETURNED = {
     "connection",
     "keep-alive",
@@ -85,7 +85,9 @@ _NOT_RETURNED = {
     "date",
     "server",
 }
-_ERROR_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
+# Upstream response headers a chat answer carries back, whole or streamed, failed or not: the
+# request id and the rate-limit counters and waits clients act on.
+_RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -113,6 +115,8 @@ class Exchange:
     status: int = 0
     error: str | None = None
     client_gone: bool = False
+    # The relayed headers of the latest upstream chat answer (a repair's, if one was made).
+    upstream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
 
     def line(self) -> str:
         elapsed = (time.perf_counter() - self.started) * 1000
@@ -166,6 +170,21 @@ async def _count_upstream_request(request: Any) -> None:
         exchange.upstream_requests += 1
 
 
+async def _note_upstream_headers(response: Any) -> None:
+    """httpx event hook: keep the headers the client gets back from each upstream answer."""
+    exchange = _EXCHANGE.get()
+    if exchange is not None and response.request.url.path.endswith("/chat/completions"):
+        exchange.upstream_headers = relayed_headers(response.headers)
+
+
+def relayed_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    return [
+        (name.encode(), value.encode())
+        for name, value in headers.items()
+        if name.lower() in _RELAYED_HEADERS or name.lower().startswith("x-ratelimit-")
+    ]
+
+
 # -- the application ----------------------------------------------------------------------------
 
 
@@ -181,7 +200,10 @@ class Upstream:
             timeout=settings.timeout,
             http_client=openai.DefaultAsyncHttpxClient(
                 timeout=settings.timeout,
-                event_hooks={"request": [_count_upstream_request]},
+                event_hooks={
+                    "request": [_count_upstream_request],
+                    "response": [_note_upstream_headers],
+                },
             ),
         )
         self.clients: list[AsyncHermesOpenAI] = [
@@ -449,15 +471,17 @@ class ChatCompletions(_Handler):
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
+        exchange = responder.exchange
         if isinstance(result, ChatCompletion):
-            responder.exchange.count_completion(result)
-            await responder.whole(200, result.model_dump_json(exclude_unset=True).encode())
+            exchange.count_completion(result)
+            body = result.model_dump_json(exclude_unset=True).encode()
+            await responder.whole(200, body, exchange.upstream_headers)
             return
         await self._stream(result, responder)
 
     async def _stream(self, stream: Any, responder: _Responder) -> None:
         exchange = responder.exchange
-        await responder.start(200, SSE_HEADERS)
+        await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
         try:
             async for chunk in stream:
                 exchange.count_chunk(chunk)
@@ -477,11 +501,7 @@ async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeS
     """An error before any of the answer was sent, as an HTTP status and OpenAI-style body."""
     if isinstance(exc, openai.APIStatusError):
         response = exc.response
-        headers = [
-            (name.encode(), value.encode())
-            for name, value in response.headers.items()
-            if name.lower() in _ERROR_HEADERS or name.lower().startswith("x-ratelimit-")
-        ]
+        headers = relayed_headers(response.headers)
         body = response.content
         responder.exchange.error = f"upstream_{exc.status_code}"
         if not _is_openai_error(body):
