@@ -482,20 +482,32 @@ def test_an_invalid_call_is_reported_to_the_model_alike(server: ScriptedServer) 
 
     def scenario(model: BaseChatModel) -> list[Any]:
         RAN.clear()
-        message = model.bind_tools([get_weather]).invoke("Paris?")
+        bound = model.bind_tools([get_weather])
+        message = bound.invoke("Paris?")
         agent = create_agent(model, [get_weather])
         state = agent.invoke({"messages": [HumanMessage("Paris?")]})
-        return [observed(message), [type(m).__name__ for m in state["messages"]], list(RAN)]
+        again = bound.invoke([HumanMessage("Paris?"), message, HumanMessage("Try again.")])
+        return [
+            observed(message),
+            [type(m).__name__ for m in state["messages"]],
+            list(RAN),
+            again.text,
+        ]
 
     results = []
     for make, replies in (
-        (pair(server)[0], [native_reply] * 2),
-        (pair(server, repair_attempts=0)[1], [hermes_reply] * 2),
+        (pair(server)[0], [native_reply, native_reply, "Sorry."]),
+        (pair(server, repair_attempts=0)[1], [hermes_reply, hermes_reply, "Sorry."]),
     ):
         server.reset()
         server.script(*replies)
         results.append(scenario(make()))
     native, ours = results
+    # Our invalid call goes back into the history as the model wrote it.
+    written_back = server.bodies()[2]["messages"][2]
+    assert written_back["role"] == "assistant"
+    assert hermes_reply.text in written_back["content"]
+    assert '"arguments": {"name"' not in written_back["content"]
     # On purpose: finish_reason is "tool_calls" only for a reply with a call that can run.
     assert native[0].pop("finish_reason") == "tool_calls"
     assert ours[0].pop("finish_reason") == "stop"
