@@ -21,7 +21,15 @@ from openai import OpenAI
 
 from endpoint_helpers import QUESTION, TOOLS
 from scripted_server import Reply, ScriptedServer
-from serve_helpers import RawUpstream, RunningProxy, error_of, proxy_for, sse_events, wait_for
+from serve_helpers import (
+    RawUpstream,
+    RunningProxy,
+    ServeProcess,
+    error_of,
+    proxy_for,
+    sse_events,
+    wait_for,
+)
 
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 LONG_ANSWER = "The weather in Paris is mild. " * 40  # 300 chunks of 4 characters
@@ -235,6 +243,24 @@ def test_a_passed_through_answer_cut_short_is_cut_for_the_client_too(
         upstream.stop()
     assert len(upstream.requests) == 2
     assert "GET /v1/models status=200 error=upstream_cut" in caplog.text
+
+
+def test_the_command_logs_a_cut_answer_in_its_request_line_without_a_traceback() -> None:
+    part = b'{"object": "list", "data": ['
+    upstream = RawUpstream(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n" + part
+    ).start()
+    serve = ServeProcess("--upstream", upstream.base_url)
+    try:
+        serve.wait_until_healthy()
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.get(serve.url + "/v1/models")
+        assert wait_for(lambda: "error=upstream_cut" in "".join(serve.output))
+    finally:
+        output = serve.stop()
+        upstream.stop()
+    assert "GET /v1/models status=200 error=upstream_cut" in output
+    assert "Traceback" not in output
 
 
 def test_an_upstream_error_page_becomes_an_openai_error_on_chat_and_passes_elsewhere() -> None:
