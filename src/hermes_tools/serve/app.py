@@ -257,10 +257,14 @@ def create_app(settings: ServeSettings) -> Starlette:
     def upstream() -> Upstream:
         return state["upstream"]
 
+    chat = ChatCompletions(settings, upstream)
     return Starlette(
         routes=[
             Route("/health", _health, methods=["GET", "HEAD"]),
-            Route("/v1/chat/completions", ChatCompletions(settings, upstream), methods=["POST"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            # Clients given the proxy's address without /v1 ask here; passed through, their
+            # tools would silently reach an upstream that ignores them.
+            Route("/chat/completions", chat, methods=["POST"]),
             Route("/{path:path}", PassThrough(settings, upstream)),
         ],
         lifespan=lifespan,
