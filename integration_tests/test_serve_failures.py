@@ -291,6 +291,35 @@ def test_an_upstream_error_page_becomes_an_openai_error_on_chat_and_passes_elsew
     assert models.content == page
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_required_call_the_model_never_makes_is_the_upstreams_failure(
+    server: ScriptedServer,
+    proxy: RunningProxy,
+    stream: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not the client's mistake (a 400 it would not retry), nor the proxy's: the model's
+    answer was unusable, as from a bad gateway."""
+    caplog.set_level(logging.INFO, logger="hermes_tools.serve")
+    server.script(Reply("No idea.", chunks=3), Reply("Still no idea.", chunks=3))
+    if stream:
+        events = stream_events(proxy, tool_choice="required")
+        assert "[DONE]" not in events
+        *chunks, last = (json.loads(event) for event in events)
+        assert not any(c["choices"][0]["delta"].get("content") for c in chunks)
+        error = last["error"]
+    else:
+        response = chat(proxy, tool_choice="required")
+        assert response.status_code == 502
+        error = error_of(response)
+    assert error["code"] == "tool_call_required"
+    assert "requires a call to a tool" in error["message"]
+    assert "Still no idea." in error["message"]
+    assert len(server.requests) == 2  # asked again once, as configured
+    assert wait_for(lambda: "error=tool_call_required" in caplog.text)
+    assert "Traceback" not in caplog.text
+
+
 # -- requests that cannot work -------------------------------------------------------------------
 
 GOOD: dict[str, Any] = {"model": "qwen", "messages": QUESTION, "tools": TOOLS}

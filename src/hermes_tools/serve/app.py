@@ -13,7 +13,8 @@ Each worker is stateless: a request needs nothing but itself, so workers and rep
 added behind any load balancer. Per worker there is one upstream connection pool.
 
 Failures: a request the proxy cannot use gets a 400 naming the problem; an upstream error comes
-back with its status and an OpenAI-style body; a stream that breaks after it started ends with
+back with its status and an OpenAI-style body, and so does a required call the model never
+makes (502: the upstream's answer was unusable); a stream that breaks after it started ends with
 an error event and no `[DONE]`; a client that disconnects cancels the upstream request. Nothing
 a request does takes a worker down. One log line per request: model, tools, calls made,
 repairs, latency; never keys, prompts or replies.
@@ -46,7 +47,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_tools.client import AsyncHermesOpenAI, IncompleteStreamError, wrap
-from hermes_tools.errors import HermesToolsError
+from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
 from hermes_tools.serve.validation import RequestRejected, check_chat_request, parse_body
 
@@ -537,6 +538,9 @@ async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeS
             "upstream_error",
             code="upstream_bad_answer",
         )
+    elif isinstance(exc, ToolCallRequiredError):
+        # The model's failure, not the caller's: a bad answer from upstream, worth a retry.
+        await responder.error(502, str(exc), "upstream_error", code=_CALL_REQUIRED)
     elif isinstance(exc, HermesToolsError):
         # The endpoint layer cannot render this request: the caller's mistake.
         await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
@@ -544,10 +548,15 @@ async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeS
         raise exc
 
 
+_CALL_REQUIRED = "tool_call_required"
+
+
 def _stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]:
     """The error event that ends a stream which broke after it started, and its log code."""
     if isinstance(exc, IncompleteStreamError):
         code, message = "upstream_incomplete", str(exc)
+    elif isinstance(exc, ToolCallRequiredError):
+        code, message = _CALL_REQUIRED, str(exc)
     elif _is_timeout(exc):
         code = "upstream_timeout"
         message = (
