@@ -20,7 +20,7 @@ from openai import NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
-from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
+from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.json_answer import json_answer_instructions
@@ -30,10 +30,6 @@ from hermes_tools.trust import QuotedCalls, conversation_texts
 
 _TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
-
-
-class IncompleteStreamError(HermesToolsError):
-    """The endpoint's stream ended before the reply was finished."""
 
 
 def given(value: object) -> bool:
