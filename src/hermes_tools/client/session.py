@@ -97,7 +97,8 @@ class CompletionSession:
         self._attempt_started: set[int] = set()
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: dict[str, Any] = {}
+        self._chunk_envelope: dict[str, Any] | None = None  # built again when metadata changes
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
 
@@ -318,20 +319,22 @@ class CompletionSession:
         return reply
 
     def _remember_metadata(self, response: object) -> None:
-        if self._metadata is None:
-            self._metadata = {}
         for key in _METADATA:
             if self._metadata.get(key) is None:
-                self._metadata[key] = getattr(response, key, None)
+                value = self._metadata[key] = getattr(response, key, None)
+                if value is not None:
+                    self._chunk_envelope = None
 
     def _envelope(self, kind: str) -> dict[str, Any]:
-        metadata = dict(self._metadata or {})
-        return {**{k: v for k, v in metadata.items() if v is not None}, "object": kind}
+        known = {k: v for k, v in self._metadata.items() if v is not None}
+        return {**known, "object": kind}
 
     def _chunk(self, index: int, delta: Delta, finish: str | None = None) -> ChatCompletionChunk:
+        if self._chunk_envelope is None:
+            self._chunk_envelope = self._envelope("chat.completion.chunk")
         return ChatCompletionChunk.model_validate(
             {
-                **self._envelope("chat.completion.chunk"),
+                **self._chunk_envelope,
                 "choices": [
                     {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
                 ],
