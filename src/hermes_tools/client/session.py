@@ -20,7 +20,7 @@ from openai import NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
-from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
+from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.json_answer import json_answer_instructions
@@ -30,10 +30,6 @@ from hermes_tools.trust import QuotedCalls, conversation_texts
 
 _TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
-
-
-class IncompleteStreamError(HermesToolsError):
-    """The endpoint's stream ended before the reply was finished."""
 
 
 def given(value: object) -> bool:
@@ -104,7 +100,8 @@ class CompletionSession:
         self._attempt_started: set[int] = set()
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: dict[str, Any] = {}
+        self._chunk_envelope: dict[str, Any] | None = None  # built again when metadata changes
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
 
@@ -328,20 +325,22 @@ class CompletionSession:
         return reply
 
     def _remember_metadata(self, response: object) -> None:
-        if self._metadata is None:
-            self._metadata = {}
         for key in _METADATA:
             if self._metadata.get(key) is None:
-                self._metadata[key] = getattr(response, key, None)
+                value = self._metadata[key] = getattr(response, key, None)
+                if value is not None:
+                    self._chunk_envelope = None
 
     def _envelope(self, kind: str) -> dict[str, Any]:
-        metadata = dict(self._metadata or {})
-        return {**{k: v for k, v in metadata.items() if v is not None}, "object": kind}
+        known = {k: v for k, v in self._metadata.items() if v is not None}
+        return {**known, "object": kind}
 
     def _chunk(self, index: int, delta: Delta, finish: str | None = None) -> ChatCompletionChunk:
+        if self._chunk_envelope is None:
+            self._chunk_envelope = self._envelope("chat.completion.chunk")
         return ChatCompletionChunk.model_validate(
             {
-                **self._envelope("chat.completion.chunk"),
+                **self._chunk_envelope,
                 "choices": [
                     {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
                 ],
