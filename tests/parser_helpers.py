@@ -21,11 +21,12 @@ from hermes_tools import (
     ToolCallStart,
 )
 
-CORPUS = Path(__file__).parent / "data" / "corpus.jsonl"
+CORPUS = Path(__file__).parent / "data" / "corpus.jsonl"  # the shared one
+PARSER_CORPUS = Path(__file__).parent / "data" / "parser_corpus.jsonl"  # forms added since
 
 
-def load_corpus() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def numbered_ids() -> Callable[[], str]:

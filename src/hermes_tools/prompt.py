@@ -10,7 +10,8 @@ from typing import Literal
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.tools import ToolSpec
 
-Syntax = Literal["json", "qwen3_coder"]
+Syntax = Literal["json", "qwen3_coder", "pythonic"]
+SYNTAXES: tuple[Syntax, ...] = ("json", "qwen3_coder", "pythonic")
 
 _PREAMBLE = (
     "# Tools\n\n"
@@ -39,6 +40,23 @@ value
 Give each parameter in its own <parameter=...> tag; a value may span several lines. Write one \
 block per call; a reply may hold several. Each result comes back to you inside \
 <{response_tag}></{response_tag}>. If no function is needed, answer directly."""
+
+
+PYTHONIC_INSTRUCTIONS = """\
+To call functions, write a <{call_tag}></{call_tag}> block holding a Python list of calls with \
+keyword arguments:
+<{call_tag}>
+[function_name(argument_name="value", other_argument=42)]
+</{call_tag}>
+Values are Python literals: strings in quotes, numbers, True, False, None, lists and dicts. Put \
+every call of a reply in the one list. Each result comes back to you inside \
+<{response_tag}></{response_tag}>. If no function is needed, answer directly."""
+
+_INSTRUCTIONS = {
+    "json": JSON_INSTRUCTIONS,
+    "qwen3_coder": QWEN3_CODER_INSTRUCTIONS,
+    "pythonic": PYTHONIC_INSTRUCTIONS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +139,7 @@ def system_prompt(
             text = _join(text, "{tool_choice}") if rule else text
         return text.replace("{tool_choice}", rule).replace("{tools}", lines)
     if instructions is None:
-        instructions = JSON_INSTRUCTIONS if syntax == "json" else QWEN3_CODER_INSTRUCTIONS
+        instructions = _INSTRUCTIONS[syntax]
     how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
     return f"{_PREAMBLE}\n<tools>\n{lines}\n</tools>\n\n{how_to}"
 
