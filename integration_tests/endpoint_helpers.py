@@ -68,9 +68,10 @@ def plain_accumulate(chunks: list[ChatCompletionChunk]) -> dict[str, Any]:
                     entry["name"] += call.function.name or ""
                     entry["arguments"] += call.function.arguments or ""
             finish = choice.finish_reason or finish
-            extra = getattr(delta, "invalid_tool_calls", None)
-            if extra is not None:
-                message["invalid_tool_calls"] = extra
+            for name in ("invalid_tool_calls", "dropped_tool_calls", "repairs"):
+                extra = getattr(delta, name, None)
+                if extra is not None:
+                    message[name] = extra
     message["finish_reason"] = finish
     return message
 

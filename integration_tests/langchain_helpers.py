@@ -35,12 +35,29 @@ FINISH = {"truncated-call": "length"}
 
 
 def normalized(message: BaseMessage) -> dict[str, Any]:
-    """A message with generated ids replaced by their order, for comparing two runs."""
+    """A message as a user compares two replies: generated ids replaced by their order, the
+    server's completion id left out (each request has its own). Streamed, LangChain rebuilds
+    an invalid call from its chunks (its error is None, its arguments as streamed), so an
+    invalid call is its name and id here; its reason and text are in `additional_kwargs`.
+    With `output_version="v1"` the blocks are compared by kind, as invoking cannot know how
+    the text and the calls interleaved."""
     data = message.model_dump()
     data.pop("id", None)
     data.pop("type", None)
     data.pop("chunk_position", None)
     data.pop("tool_call_chunks", None)
+    data["response_metadata"].pop("id", None)
+    data["invalid_tool_calls"] = [
+        {"name": c["name"], "id": c["id"]} for c in data["invalid_tool_calls"]
+    ]
+    if isinstance(data["content"], list):
+        blocks = [b for b in data["content"] if isinstance(b, dict)]
+        data["content"] = {
+            kind: [
+                {k: v for k, v in b.items() if k != "index"} for b in blocks if b["type"] == kind
+            ]
+            for kind in ("reasoning", "tool_call", "invalid_tool_call")
+        } | {"text": "".join(b.get("text", "") for b in blocks if b["type"] == "text")}
     ids: dict[str, str] = {}
 
     def rename(value: Any) -> Any:

@@ -1,16 +1,75 @@
-"""Settings for the opt-in live runs against a real endpoint."""
+"""Settings for runs against a real model: a live endpoint, or the local model.
+
+- The live suites (test_live_endpoint.py, test_langchain_live_standard.py) run when
+  HERMES_TEST_BASE_URL is set (with HERMES_TEST_MODEL, HERMES_TEST_API_KEY), or when
+  HERMES_TEST_LOCAL names a local model, which is then fetched and served for the session:
+
+      HERMES_TEST_LOCAL=qwen2.5-coder-1.5b uv run pytest integration_tests/test_live_endpoint.py \\
+          integration_tests/test_langchain_live_standard.py
+
+- The real-model smoke suite (test_real_model.py) runs by default on the local model
+  (HERMES_REAL_MODEL names another one; HERMES_REAL_MODEL=off skips it).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
-LIVE_BASE_URL = os.environ.get("HERMES_TEST_BASE_URL")
-LIVE_MODEL = os.environ.get("HERMES_TEST_MODEL", "")
-LIVE_API_KEY = os.environ.get("HERMES_TEST_API_KEY", "not-needed")
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    model: str
+    api_key: str
+
+
+LIVE_LOCAL_MODEL = os.environ.get("HERMES_TEST_LOCAL", "")
+REAL_MODEL = os.environ.get("HERMES_REAL_MODEL", "qwen2.5-coder-1.5b")
 
 live_only = pytest.mark.skipif(
-    not LIVE_BASE_URL,
-    reason="set HERMES_TEST_BASE_URL (and HERMES_TEST_MODEL, HERMES_TEST_API_KEY) to run",
+    not (os.environ.get("HERMES_TEST_BASE_URL") or LIVE_LOCAL_MODEL),
+    reason="set HERMES_TEST_BASE_URL (and HERMES_TEST_MODEL, HERMES_TEST_API_KEY), or "
+    "HERMES_TEST_LOCAL=<local model>, to run",
 )
+real_model_only = pytest.mark.skipif(
+    REAL_MODEL.lower() in ("", "0", "off", "no"), reason="HERMES_REAL_MODEL=off"
+)
+
+_current: Endpoint | None = None
+
+
+def current() -> Endpoint:
+    """The endpoint of the running session (set by the `live_endpoint` fixture)."""
+    assert _current is not None, "use the live_endpoint or real_endpoint fixture"
+    return _current
+
+
+def serve_local(name: str) -> Iterator[Endpoint]:
+    """Serve a local model for as long as the generator is open."""
+    global _current
+    local = pytest.importorskip("hermes_tools.local")
+    if not local.server_installed():
+        pytest.skip("llama.cpp's server is not installed: uv sync (or hermes-tools[local])")
+    with local.start_local_model(name, progress=None) as server:
+        _current = Endpoint(server.base_url, server.alias, "none")
+        yield _current
+    _current = None
+
+
+def configured_live() -> Iterator[Endpoint]:
+    global _current
+    base_url = os.environ.get("HERMES_TEST_BASE_URL")
+    if base_url:
+        _current = Endpoint(
+            base_url,
+            os.environ.get("HERMES_TEST_MODEL", ""),
+            os.environ.get("HERMES_TEST_API_KEY", "not-needed"),
+        )
+        yield _current
+        _current = None
+    else:
+        yield from serve_local(LIVE_LOCAL_MODEL)

@@ -4,8 +4,9 @@ It speaks the wire protocol the way vLLM and Ollama do: JSON completions, or Ser
 Events over chunked HTTP/1.1 (`data: {...}` events, a first chunk with the role, a last chunk
 with the finish reason, a usage chunk when `stream_options.include_usage` is set, then
 `data: [DONE]`). Each test scripts the replies, chooses how the text is cut into chunks, and
-can make the server fail: an HTTP error status, a connection cut mid-stream, a slow first byte.
-Every request body and its headers are recorded.
+can make the server fail: an HTTP error status, a connection cut mid-stream, a slow first byte,
+a slow stream. Every request (path, headers, body) is recorded, and whether the client went away before the
+answer was complete.
 
     uv run python integration_tests/scripted_server.py --port 8000 --reply "Hello"
 
@@ -15,9 +16,9 @@ serves one fixed reply forever, for trying the cookbook by hand.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
+import select
 import socket
 import sys
 import threading
@@ -26,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 
 @dataclass
@@ -42,7 +44,14 @@ class Reply:
     - `end_early_after`: while streaming, end the stream cleanly after this many chunks,
       without a finish reason or `[DONE]`.
     - `delay`: seconds to wait before the first byte.
+    - `interval`: while streaming, seconds to wait between events.
     - `match`: only for requests whose last user message contains this text.
+    - `id`: the completion id to send (Ollama's repeat: `chatcmpl-<0..998>`).
+    - `others`: the texts of further choices (`n > 1`), streamed interleaved with the first.
+    - `odd_events`: also stream what some servers send and the SDK passes on: `data: {}`,
+      a chunk with `"choices": null`, a choice without `delta`.
+    - `stream_usage`: False to send no usage chunk even when asked (llama.cpp's Python
+      server); `reject_stream_options`: answer 400 to a request with `stream_options`.
     """
 
     text: str = ""
@@ -55,8 +64,14 @@ class Reply:
     cut_after: int | None = None
     end_early_after: int | None = None
     delay: float = 0.0
+    interval: float = 0.0
     match: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    id: str | None = None
+    others: list[str] = field(default_factory=list)
+    odd_events: bool = False
+    stream_usage: bool = True
+    reject_stream_options: bool = False
 
 
 @dataclass
@@ -64,6 +79,9 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    # The client closed the connection before the whole answer was sent (noticed while
+    # waiting out `delay` / `interval`, or when a write failed).
+    disconnected: bool = False
 
 
 class ScriptedServer:
@@ -112,7 +130,11 @@ class ScriptedServer:
             return self._queue + self._keyed
 
     def bodies(self) -> list[dict[str, Any]]:
-        return [request.body for request in self.requests if request.path.endswith("/completions")]
+        return [
+            request.body
+            for request in self.requests
+            if urlsplit(request.path).path.endswith("/completions")
+        ]
 
     def _take(self, body: dict[str, Any], recorded: Recorded) -> Reply:
         last_user = _last_user_text(body)
@@ -126,6 +148,10 @@ class ScriptedServer:
             if self.fallback is not None:
                 return self.fallback
         return Reply(text="no scripted reply left for this request", status=500)
+
+    def record(self, recorded: Recorded) -> None:
+        with self._lock:
+            self.requests.append(recorded)
 
     def next_id(self) -> str:
         return f"chatcmpl-test{next(self._ids)}"
@@ -166,7 +192,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server_state.record(Recorded(self.path, headers, {}))
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         else:
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
@@ -180,25 +208,52 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request"}})
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        reply = self.server_state._take(body, Recorded(self.path, headers, body))
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._answer(body, reply)  # the client may give up (a timeout test)
+        recorded = Recorded(self.path, headers, body)
+        reply = self.server_state._take(body, recorded)
+        try:
+            self._answer(body, reply, recorded)
+        except (BrokenPipeError, ConnectionResetError):
+            recorded.disconnected = True  # the client gave up (a timeout or cancel test)
+            self.close_connection = True
 
-    def _answer(self, body: dict[str, Any], reply: Reply) -> None:
-        if reply.delay:
-            time.sleep(reply.delay)
-        if not self.path.endswith("/chat/completions"):
+    def _client_left_during(self, seconds: float, recorded: Recorded) -> bool:
+        """Wait `seconds`, unless the client closes the connection first (then True)."""
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], remaining)
+            if not readable:
+                break
+            try:
+                gone = not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                gone = True
+            if gone:
+                recorded.disconnected = True
+                self.close_connection = True
+                return True
+            time.sleep(max(0.0, deadline - time.monotonic()))  # bytes of a next request
+            break
+        return False
+
+    def _answer(self, body: dict[str, Any], reply: Reply, recorded: Recorded) -> None:
+        if reply.delay and self._client_left_during(reply.delay, recorded):
+            return
+        if not urlsplit(self.path).path.endswith("/chat/completions"):
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+            return
+        if reply.reject_stream_options and "stream_options" in body:
+            payload = {"error": {"message": "Unrecognized request argument: stream_options"}}
+            self._json(400, payload)
             return
         if reply.status != 200:
             kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
             payload = {"error": {"message": reply.text or "scripted failure", "type": kind}}
             self._json(reply.status, payload, reply.headers)
             return
-        completion_id = self.server_state.next_id()
+        completion_id = reply.id or self.server_state.next_id()
         model = str(body.get("model") or "scripted")
         if body.get("stream"):
-            self._stream(completion_id, model, body, reply)
+            self._stream(completion_id, model, body, reply, recorded)
         else:
             self._json(200, _completion(completion_id, model, reply), reply.headers)
 
@@ -214,13 +269,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, completion_id: str, model: str, body: dict[str, Any], reply: Reply) -> None:
+    def _stream(
+        self,
+        completion_id: str,
+        model: str,
+        body: dict[str, Any],
+        reply: Reply,
+        recorded: Recorded,
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = include_usage and reply.stream_usage
         for sent, event in enumerate(_events(completion_id, model, reply, include_usage)):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 self.wfile.flush()
@@ -229,6 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.end_early_after is not None and sent >= reply.end_early_after:
                 break
+            if sent and reply.interval and self._client_left_during(reply.interval, recorded):
+                return
             self._chunk(f"data: {event}\n\n".encode())
         self._chunk(b"")
 
@@ -252,15 +317,21 @@ def _completion(completion_id: str, model: str, reply: Reply) -> dict[str, Any]:
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
+    choices = [
+        {"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}
+    ]
+    for index, text in enumerate(reply.others, start=1):
+        other = {"role": "assistant", "content": text}
+        choices.append(
+            {"index": index, "message": other, "finish_reason": "stop", "logprobs": None}
+        )
     return {
         "id": completion_id,
         "object": "chat.completion",
         "created": 1_760_000_000,
         "model": model,
         "system_fingerprint": "fp_scripted",
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}
-        ],
+        "choices": choices,
         "usage": _usage(reply),
     }
 
@@ -281,23 +352,43 @@ def _pieces(text: str, chunks: int | Sequence[int] | None) -> Iterator[str]:
         yield text[position:]
 
 
+def _pieces_list(text: str, chunks: int | Sequence[int] | None) -> list[str]:
+    return list(_pieces(text, chunks))
+
+
 def _events(completion_id: str, model: str, reply: Reply, include_usage: bool) -> Iterator[str]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> str:
         payload = {
             "id": completion_id,
             "object": "chat.completion.chunk",
             "created": 1_760_000_000,
             "model": model,
             "system_fingerprint": "fp_scripted",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "choices": [
+                {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+            ],
         }
         return json.dumps(payload)
 
     yield chunk({"role": "assistant", "content": ""})
+    if reply.odd_events:
+        yield "{}"
+        yield json.dumps({"id": completion_id, "object": "chat.completion.chunk", "choices": None})
+        yield json.dumps(
+            {"id": completion_id, "object": "chat.completion.chunk", "choices": [{"index": 0}]}
+        )
     for piece in _pieces(reply.reasoning or "", reply.chunks):
         yield chunk({"reasoning_content": piece})
-    for piece in _pieces(reply.text, reply.chunks):
+    others = [list(_pieces(text, reply.chunks)) for text in reply.others]
+    for position, piece in enumerate(_pieces(reply.text, reply.chunks)):
         yield chunk({"content": piece})
+        for index, pieces in enumerate(others, start=1):
+            if position < len(pieces):
+                yield chunk({"content": pieces[position]}, index=index)
+    for index, pieces in enumerate(others, start=1):
+        for piece in pieces[len(_pieces_list(reply.text, reply.chunks)) :]:
+            yield chunk({"content": piece}, index=index)
+        yield chunk({}, "stop", index=index)
     for index, call in enumerate(reply.tool_calls or []):
         yield chunk({"tool_calls": [{"index": index, **call}]})
     yield chunk({}, reply.finish_reason)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from scripted_server import Reply, ScriptedServer
+from serve_helpers import RunningProxy
 
 COOKBOOK = Path(__file__).resolve().parents[1] / "cookbook"
 
@@ -131,10 +133,46 @@ def test_openai_client(server: ScriptedServer) -> None:
     assert len(results) == 2  # the tool result went back each time
 
 
+def test_proxy_client_and_curl(server: ScriptedServer, proxy: RunningProxy) -> None:
+    call = '<tool_call>{"name": "calculator", "arguments": {"expression": "(1234 + 4321) * 3"}}</tool_call>'
+    server.script(Reply(call, chunks=5), "It is 16665.", Reply(call, chunks=5), "It is 16665.")
+    for flags in ([], ["--stream"]):
+        done = run_script("proxy_client.py", proxy.base_url, *flags)
+        assert done.returncode == 0, done.stderr
+        assert 'call calculator({"expression": "(1234 + 4321) * 3"}) -> 16665' in done.stdout
+        assert "It is 16665." in done.stdout
+    for body in server.bodies():
+        assert "tools" not in body  # the proxy, not the script, did the tool calling
+
+    weather = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    server.script(Reply(weather), Reply(weather, chunks=6))
+    env = {**os.environ, "OPENAI_BASE_URL": proxy.base_url, "HERMES_MODEL": "scripted-model"}
+    done = subprocess.run(
+        ["bash", str(COOKBOOK / "proxy_curl.sh")], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    whole, streamed = done.stdout.split("# streamed")
+    message = json.loads(whole.removeprefix("# whole"))["choices"][0]["message"]
+    assert message["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Oslo"}',
+    }
+    events = [line[6:] for line in streamed.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    arguments = "".join(
+        call["function"].get("arguments") or ""
+        for event in events[:-1]
+        for choice in json.loads(event)["choices"]
+        for call in choice["delta"].get("tool_calls") or []
+    )
+    assert json.loads(arguments) == {"city": "Oslo"}
+
+
 SCRIPTS = [
     "langgraph_agent.py",
     "llamaindex_agent.py",
     "openai_client.py",
+    "proxy_client.py",
     "reasoning_model.py",
     "structured_output.py",
 ]

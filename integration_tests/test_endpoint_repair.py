@@ -1,4 +1,8 @@
-"""Asking again when a reply's calls are unusable or a required call is missing."""
+"""Reply policy in the endpoint layer: asking again, required calls, calls the request rules out.
+
+Each case runs whole and streamed; what a consumer builds from the stream (the calls whose
+arguments parse, the content, the finish reason, the extension fields) equals the whole reply.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,12 @@ from openai import AsyncOpenAI, OpenAI
 
 import hermes_tools
 from endpoint_helpers import QUESTION, TOOLS, plain_accumulate
+from hermes_tools import ToolCallRequiredError
 from scripted_server import Reply, ScriptedServer
 
 BROKEN = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": }}\n</tool_call>'
 FIXED = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+ROME = FIXED.replace("Paris", "Rome")
 
 
 def both_ways(
@@ -29,42 +35,59 @@ def both_ways(
     return whole, plain_accumulate(list(stream))
 
 
+def parses(arguments: str) -> bool:
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return False
+    return True
+
+
 def same_answer(whole: Any, streamed: dict[str, Any]) -> None:
     message = whole.choices[0].message
     assert (message.content or "") == streamed["content"]
     assert whole.choices[0].finish_reason == streamed["finish_reason"]
-    assert [
-        (index, c.function.name, c.function.arguments)
-        for index, c in enumerate(message.tool_calls or [])
-    ] == [(i, c["name"], c["arguments"]) for i, c in sorted(streamed["tool_calls"].items())]
-    whole_invalid = [
-        (i["name"], i["arguments"], i["error"]) for i in message.invalid_tool_calls or []
+    streamed_valid = [
+        (c["name"], c["arguments"])
+        for _, c in sorted(streamed["tool_calls"].items())
+        if parses(c["arguments"])
     ]
-    streamed_invalid = [
-        (i["name"], i["arguments"], i["error"]) for i in streamed.get("invalid_tool_calls") or []
+    whole_calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
+    assert whole_calls == streamed_valid
+
+    def invalid(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(i["name"], i["arguments"], i["error"]) for i in items]
+
+    assert invalid(message.invalid_tool_calls) == invalid(streamed["invalid_tool_calls"])
+
+    def dropped(items: list[dict[str, Any]] | None) -> list[tuple[Any, ...]]:
+        return [(d["name"], d["arguments"], d["reason"]) for d in items or []]
+
+    assert dropped(getattr(message, "dropped_tool_calls", None)) == dropped(
+        streamed.get("dropped_tool_calls")
+    )
+    assert [r["reply"] for r in getattr(message, "repairs", None) or []] == [
+        r["reply"] for r in streamed.get("repairs") or []
     ]
-    assert whole_invalid == streamed_invalid
 
 
-def test_an_unusable_call_is_repaired_and_both_attempts_are_kept(
+def test_a_repair_that_succeeds_leaves_no_trace_of_the_rejected_attempt(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(BROKEN, chunks=3), Reply(FIXED, chunks=3)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
-    assert message.content == "Checking."
-    assert len(message.tool_calls) == 2
-    first, second = message.tool_calls
-    assert first.function.name == "get_weather"
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(first.function.arguments)
-    assert json.loads(second.function.arguments) == {"city": "Paris"}
-    (invalid,) = message.invalid_tool_calls
-    assert invalid["id"] == first.id
-    assert "not valid JSON" in invalid["error"]
+    assert message.content == "Checking."  # streamed before the call began: it stays
+    (call,) = message.tool_calls
+    assert json.loads(call.function.arguments) == {"city": "Paris"}
+    assert message.invalid_tool_calls == []
+    assert len(streamed["tool_calls"]) == 1  # the broken call never went on the wire
     assert whole.choices[0].finish_reason == "tool_calls"
     assert whole.usage.total_tokens == 60  # both attempts count
+    (repair,) = message.repairs
+    assert repair["reply"] == BROKEN
+    assert "not valid JSON" in repair["reason"]
     retry = server.bodies()[1]["messages"]
     assert retry[:-2] == server.bodies()[0]["messages"]
     assert retry[-2] == {"role": "assistant", "content": BROKEN}
@@ -73,7 +96,21 @@ def test_an_unusable_call_is_repaired_and_both_attempts_are_kept(
     assert "not valid JSON" in retry[-1]["content"]
 
 
-def test_required_call_missing_is_asked_again(
+@pytest.mark.parametrize(
+    "retry", ["Checking.\n" + FIXED, "Sorry, my mistake. Here it is:\n" + FIXED + "\nDone."]
+)
+def test_a_retry_adds_its_call_not_its_words(
+    retry: str, server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(BROKEN, chunks=2), Reply(retry, chunks=2)])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert message.content == "Checking."
+    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "Paris"}]
+
+
+def test_a_required_call_that_comes_on_the_retry(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
@@ -82,12 +119,49 @@ def test_required_call_missing_is_asked_again(
     )
     same_answer(whole, streamed)
     message = whole.choices[0].message
-    assert message.content == "It is probably sunny."
+    assert message.content is None  # the prose was the rejected attempt
     assert [c.function.name for c in message.tool_calls] == ["get_weather"]
     assert "must call one of the tools" in server.bodies()[1]["messages"][-1]["content"]
+    assert message.repairs[0]["reply"] == "It is probably sunny."
 
 
-def test_named_tool_choice_rejects_other_tools_and_asks_again(
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}]
+)
+def test_a_required_call_that_never_comes_fails_the_request(
+    stream: bool, tool_choice: Any, server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    server.script("It is probably sunny.", "Still sunny, I think.")
+    received: list[Any] = []
+
+    def ask() -> None:
+        response = client.chat.completions.create(
+            model="m", messages=QUESTION, tools=TOOLS, tool_choice=tool_choice, stream=stream
+        )
+        received.extend(response if stream else [])
+
+    with pytest.raises(ToolCallRequiredError, match="2 attempts") as raised:
+        ask()
+    assert "Still sunny, I think." in str(raised.value)
+    assert "repair_attempts" in str(raised.value)  # how to fix it
+    # Nothing of the rejected prose was streamed before the failure.
+    assert all(not (c.choices and c.choices[0].delta.content) for c in received)
+
+
+def test_a_required_call_with_repair_off_fails_at_once(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    server.script(BROKEN)
+    with pytest.raises(ToolCallRequiredError, match="not valid JSON"):
+        client.chat.completions.create(
+            model="m", messages=QUESTION, tools=TOOLS, tool_choice="required"
+        )
+
+
+def test_a_call_to_another_tool_than_the_named_one_is_dropped_and_asked_again(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
@@ -97,10 +171,16 @@ def test_named_tool_choice_rejects_other_tools_and_asks_again(
     same_answer(whole, streamed)
     message = whole.choices[0].message
     assert [c.function.name for c in message.tool_calls] == ["get_weather"]
-    (invalid,) = message.invalid_tool_calls
-    assert invalid["name"] == "get_time"
-    assert "tool_choice requires a call to get_weather" in invalid["error"]
+    assert message.invalid_tool_calls == []
+    assert not getattr(message, "dropped_tool_calls", None)  # it went with its attempt
     assert "You must call the tool get_weather" in server.bodies()[1]["messages"][-1]["content"]
+    both = wrong + "\n" + FIXED
+    whole, streamed = both_ways(client, server, [both], tool_choice=choice)
+    same_answer(whole, streamed)
+    (dropped,) = whole.choices[0].message.dropped_tool_calls
+    assert dropped["name"] == "get_time"
+    assert json.loads(dropped["arguments"]) == {"tz": "CET"}
+    assert "tool_choice requires a call to get_weather" in dropped["reason"]
 
 
 def test_repair_gives_up_after_the_allowed_attempts(
@@ -109,7 +189,12 @@ def test_repair_gives_up_after_the_allowed_attempts(
     client = hermes_tools.wrap(openai_client, repair_attempts=2)
     whole, streamed = both_ways(client, server, [BROKEN, BROKEN, BROKEN])
     same_answer(whole, streamed)
-    assert len(whole.choices[0].message.invalid_tool_calls) == 3
+    message = whole.choices[0].message
+    assert message.content == "Checking."  # said once, though written three times
+    assert message.tool_calls is None
+    assert len(message.invalid_tool_calls) == 1  # the last attempt's
+    assert len(message.repairs) == 2
+    assert whole.choices[0].finish_reason == "stop"
     assert len(server.bodies()) == 6
 
 
@@ -121,6 +206,26 @@ def test_repair_can_be_turned_off(server: ScriptedServer, openai_client: OpenAI)
     assert len(server.bodies()) == 2
 
 
+def test_invalid_calls_are_never_listed_as_calls(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Issue 10: a stop mid-call, or a broken call, is no `tool_calls` entry and no
+    `finish_reason="tool_calls"`; streamed, the call already sent is made unreadable."""
+    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    cut = 'On it.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    for text in (cut, BROKEN, FIXED + "\n" + BROKEN):
+        whole, streamed = both_ways(client, server, [Reply(text, chunks=3)])
+        same_answer(whole, streamed)
+        message = whole.choices[0].message
+        valid = 1 if text.startswith(FIXED) else 0
+        assert len(message.tool_calls or []) == valid
+        assert len(message.invalid_tool_calls) == 1
+        assert whole.choices[0].finish_reason == ("tool_calls" if valid else "stop")
+        for call in streamed["tool_calls"].values():
+            if call["id"] == message.invalid_tool_calls[0]["id"]:
+                assert not parses(call["arguments"])
+
+
 def test_no_repair_when_a_valid_call_was_made_or_calls_are_optional(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
@@ -128,7 +233,7 @@ def test_no_repair_when_a_valid_call_was_made_or_calls_are_optional(
     mixed = FIXED + BROKEN
     whole, streamed = both_ways(client, server, [mixed])
     same_answer(whole, streamed)
-    assert len(whole.choices[0].message.tool_calls) == 2
+    assert len(whole.choices[0].message.tool_calls) == 1
     assert len(whole.choices[0].message.invalid_tool_calls) == 1
     whole, streamed = both_ways(client, server, ["Just text."])
     assert whole.choices[0].message.content == "Just text."
@@ -139,13 +244,51 @@ def test_single_call_when_parallel_calls_are_off(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
-    two = FIXED + FIXED.replace("Paris", "Rome")
-    whole, streamed = both_ways(client, server, [two], parallel_tool_calls=False)
+    whole, streamed = both_ways(client, server, [FIXED + ROME], parallel_tool_calls=False)
     same_answer(whole, streamed)
     message = whole.choices[0].message
     assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "Paris"}]
-    assert "only one call is allowed" in message.invalid_tool_calls[0]["error"]
+    assert message.invalid_tool_calls == []
+    (dropped,) = message.dropped_tool_calls
+    assert json.loads(dropped["arguments"]) == {"city": "Rome"}
+    assert "parallel_tool_calls=False" in dropped["reason"]
+    assert len(streamed["tool_calls"]) == 1
     assert "at most one" in server.bodies()[0]["messages"][0]["content"]
+
+
+def test_calls_copied_from_the_history_without_tools_are_dropped(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    history = [
+        *QUESTION,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "21C"},
+    ]
+    client = hermes_tools.wrap(openai_client)
+    for stream in (False, True):
+        server.script("It is 21C. " + ROME)
+        response = client.chat.completions.create(model="m", messages=history, stream=stream)
+        if stream:
+            streamed = plain_accumulate(list(response))
+            content, dropped = streamed["content"], streamed["dropped_tool_calls"]
+            assert streamed["tool_calls"] == {}
+        else:
+            message = response.choices[0].message
+            content, dropped = message.content, message.dropped_tool_calls
+            assert message.tool_calls is None
+        assert content == "It is 21C."
+        assert "<tool_call>" not in content
+        assert [d["name"] for d in dropped] == ["get_weather"]
 
 
 async def test_async_repair(server: ScriptedServer, async_openai_client: AsyncOpenAI) -> None:
@@ -158,4 +301,9 @@ async def test_async_repair(server: ScriptedServer, async_openai_client: AsyncOp
     server.script(BROKEN, FIXED)
     whole = await client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
     same_answer(whole, streamed)
-    assert len(streamed["tool_calls"]) == 2
+    assert len(streamed["tool_calls"]) == 1
+    server.script("prose", "more prose")
+    with pytest.raises(ToolCallRequiredError):
+        await client.chat.completions.create(
+            model="m", messages=QUESTION, tools=TOOLS, tool_choice="required"
+        )

@@ -237,16 +237,20 @@ def test_requests_without_tools_pass_through_untouched(
     assert completion.choices[0].message.content == "<tool_call>not parsed</tool_call>"
 
 
-def test_tool_choice_none_renders_history_but_reads_no_calls(
+def test_tool_choice_none_renders_history_and_drops_calls(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
-    server.script(Reply('<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'))
+    server.script(Reply('Sure. <tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'))
     completion = client.chat.completions.create(
         model="m", messages=HISTORY, tools=TOOLS, tool_choice="none"
     )
-    assert completion.choices[0].message.tool_calls is None
-    assert completion.choices[0].message.content.startswith("<tool_call>")
+    message = completion.choices[0].message
+    assert message.tool_calls is None
+    assert message.content == "Sure."
+    assert [d["name"] for d in message.dropped_tool_calls] == ["get_weather"]
+    assert "tool_choice='none'" in message.dropped_tool_calls[0]["reason"]
+    assert completion.choices[0].finish_reason == "stop"
     assert "# Tools" not in server.bodies()[0]["messages"][0]["content"]
 
 
@@ -306,15 +310,14 @@ def test_length_cut_inside_a_call_gives_an_invalid_call(
     streamed = plain_accumulate(list(stream))
     choice = whole.choices[0]
     assert choice.finish_reason == streamed["finish_reason"] == "length"
-    (call,) = choice.message.tool_calls
-    assert [(call.function.name, call.function.arguments)] == [
-        (c["name"], c["arguments"]) for c in streamed["tool_calls"].values()
-    ]
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(call.function.arguments)
+    assert choice.message.tool_calls is None  # an invalid call is not a call
+    (streamed_call,) = streamed["tool_calls"].values()  # streamed before it was cut...
+    assert streamed_call["name"] == "get_weather"
+    with pytest.raises(json.JSONDecodeError):  # ...and made unreadable once it was
+        json.loads(streamed_call["arguments"])
     (invalid,) = choice.message.invalid_tool_calls
     assert "truncated" in invalid["error"]
-    assert invalid["id"] == call.id
+    assert streamed["invalid_tool_calls"][0]["id"] == streamed_call["id"]
     assert invalid["arguments"] == '{"name": "get_weather", "arguments": {"city": "Ber'
     assert streamed["invalid_tool_calls"][0]["error"] == invalid["error"]
     assert choice.message.content == streamed["content"] == "On it."

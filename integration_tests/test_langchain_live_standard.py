@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 
+import live
 from hermes_tools.langchain import ChatHermes
-from live import LIVE_API_KEY, LIVE_BASE_URL, LIVE_MODEL, live_only
+from live import live_only
 
-pytestmark = live_only
+pytestmark = [live_only, pytest.mark.usefixtures("live_endpoint")]
 
 
 class TestChatHermesLive(ChatModelIntegrationTests):
@@ -24,9 +26,9 @@ class TestChatHermesLive(ChatModelIntegrationTests):
     @property
     def chat_model_params(self) -> dict[str, Any]:
         return {
-            "model": LIVE_MODEL,
-            "base_url": LIVE_BASE_URL,
-            "api_key": LIVE_API_KEY,
+            "model": live.current().model,
+            "base_url": live.current().base_url,
+            "api_key": live.current().api_key,
             "temperature": 0,
         }
 

@@ -9,10 +9,11 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 
 import hermes_tools
+import live
 from endpoint_helpers import WEATHER_TOOL, plain_accumulate
-from live import LIVE_API_KEY, LIVE_BASE_URL, LIVE_MODEL, live_only
+from live import live_only
 
-pytestmark = live_only
+pytestmark = [live_only, pytest.mark.usefixtures("live_endpoint")]
 
 ASK = [{"role": "user", "content": "What is the weather in Paris right now? Use the tool."}]
 
@@ -37,9 +38,11 @@ def answer_turn(first_call: Any, arguments: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_live_round_trip(stream: bool) -> None:
-    client = hermes_tools.wrap(OpenAI(base_url=LIVE_BASE_URL, api_key=LIVE_API_KEY))
+    client = hermes_tools.wrap(
+        OpenAI(base_url=live.current().base_url, api_key=live.current().api_key)
+    )
     response = client.chat.completions.create(
-        model=LIVE_MODEL,
+        model=live.current().model,
         messages=ASK,
         tools=[WEATHER_TOOL],
         tool_choice="required",
@@ -59,7 +62,7 @@ def test_live_round_trip(stream: bool) -> None:
     assert call["name"] == "get_weather"
     assert "paris" in json.loads(call["arguments"])["city"].lower()
     final = client.chat.completions.create(
-        model=LIVE_MODEL,
+        model=live.current().model,
         messages=answer_turn(call, call["arguments"]),
         tools=[WEATHER_TOOL],
         temperature=0,
@@ -68,10 +71,10 @@ def test_live_round_trip(stream: bool) -> None:
 
 
 async def test_live_async_stream() -> None:
-    async with AsyncOpenAI(base_url=LIVE_BASE_URL, api_key=LIVE_API_KEY) as raw:
+    async with AsyncOpenAI(base_url=live.current().base_url, api_key=live.current().api_key) as raw:
         client = hermes_tools.wrap(raw)
         stream = await client.chat.completions.create(
-            model=LIVE_MODEL,
+            model=live.current().model,
             messages=ASK,
             tools=[WEATHER_TOOL],
             tool_choice="required",

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from scripted_server import Reply, ScriptedServer
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
@@ -117,10 +115,6 @@ def test_repairs_are_counted(server: ScriptedServer) -> None:
     assert str(scores["repaired"]) == "1/1"
 
 
-@pytest.mark.xfail(
-    reason="issue 12: a repaired non-streamed reply still lists the rejected call in tool_calls",
-    strict=True,
-)
 def test_a_successful_repair_counts_as_success(server: ScriptedServer) -> None:
     case = BY_ID["str-weather-paris"]
     server.script(

@@ -24,8 +24,9 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict
 
 from hermes_tools import HermesFormat
+from hermes_tools.client.reply import never_parses
 from hermes_tools.langchain import ChatHermes, ChunkTranslator, openai_tool_choice
-from hermes_tools.langchain.convert import never_parses, to_openai_messages
+from hermes_tools.langchain.convert import to_openai_messages
 
 
 @tool
@@ -152,6 +153,8 @@ REPLY = [
             ]
         }
     ),
+    # The endpoint layer makes a streamed call that turned out invalid unreadable.
+    chunk({"tool_calls": [{"index": 1, "function": {"arguments": '"]'}}]}),
     chunk({"content": " Done."}),
     chunk(
         {
@@ -205,17 +208,28 @@ def test_chunks_merge_into_the_message() -> None:
     assert total.additional_kwargs == {
         "reasoning_content": "Two cities.",
         "tool_call_errors": {"b": "truncated"},
+        "invalid_tool_calls": [
+            {
+                "id": "b",
+                "name": "get_weather",
+                "arguments": '{"name": "get_weather", "arguments": {"city": "Ber',
+                "error": "truncated",
+            }
+        ],
     }
     assert total.response_metadata["finish_reason"] == "length"
+    assert total.response_metadata["id"] == "chatcmpl-1"
+    assert total.response_metadata["token_usage"]["total_tokens"] == 12
     assert total.response_metadata["model_name"] == "m"
     assert total.response_metadata["model_provider"] == "hermes"
     assert total.usage_metadata == {
         "input_tokens": 7,
         "output_tokens": 5,
         "total_tokens": 12,
+        "input_token_details": {},
         "output_token_details": {"reasoning": 2},
     }
-    assert total.id == "chatcmpl-1"
+    assert total.id is None  # LangChain gives it the run's id; the server's is in metadata
     assert chunks[-1].chunk_position == "last"
     assert [b["type"] for b in total.content_blocks][:2] == ["reasoning", "text"]
 
@@ -245,15 +259,15 @@ def test_never_parses_keeps_any_arguments_invalid(arguments: str) -> None:
         json.loads(broken)
 
 
-def test_json_answer_text_is_released_as_bare_json() -> None:
-    translator = ChunkTranslator(None, json_answer=True)
-    pieces = [
-        *translator.chunk(chunk({"content": "Here you go:\n```json\n{'name': 'Ana',"})),
-        *translator.chunk(chunk({"content": " 'age': 31,}\n```"}, "stop")),
-    ]
-    assert pieces == []
-    out = translator.finish()
-    assert out[0].content == '{"name": "Ana", "age": 31}'
+def test_a_pydantic_response_format_is_parsed_as_chatopenai_parses_it() -> None:
+    translator = ChunkTranslator(None, response_format=Person)
+    pieces = translator.chunk(chunk({"content": '{"name": "Ana", "age": 31}'}, "stop"))
+    (last,) = translator.finish()
+    assert pieces[0].content == '{"name": "Ana", "age": 31}'
+    assert last.additional_kwargs["parsed"] == Person(name="Ana", age=31)
+    broken = ChunkTranslator(None, response_format=Person)
+    broken.chunk(chunk({"content": '{"name": "Ana"}'}, "stop"))
+    assert broken.finish()[-1].additional_kwargs["parsed"] is None
 
 
 # -- the model -------------------------------------------------------------------------------
@@ -262,6 +276,7 @@ def test_json_answer_text_is_released_as_bare_json() -> None:
 def test_construction_needs_no_key_or_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     chat = ChatHermes(model="m")
     assert chat.api_key is None
     assert chat.base_url is None
@@ -390,3 +405,18 @@ def test_missing_extra_is_named_in_the_import_error() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode != 0
     assert "pip install 'hermes-tools[langchain]'" in done.stderr
+
+
+def test_a_streamed_invalid_call_goes_back_as_the_model_wrote_it() -> None:
+    """Streamed, LangChain keeps the arguments as streamed (with the suffix that keeps them
+    invalid); the text the model wrote is in `additional_kwargs`, and that goes back."""
+    _, total = translate(None)
+    (invalid,) = total.invalid_tool_calls
+    assert invalid["args"] != '{"name": "get_weather", "arguments": {"city": "Ber'
+    history = to_openai_messages([AIMessage(**total.model_dump(exclude={"type"}))])
+    (sent,) = [c for c in history[0]["tool_calls"] if c["id"] == "b"]
+    assert sent["function"]["arguments"] == '{"name": "get_weather", "arguments": {"city": "Ber'
+    rendered = HermesFormat().render_messages(history, [{"name": "get_weather"}])
+    assert rendered[-1]["content"].endswith(
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Ber\n</tool_call>'
+    )

@@ -18,6 +18,7 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.tools import FunctionTool
 from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from pydantic import ValidationError
 
 from hermes_tools import HermesFormat
@@ -146,6 +147,7 @@ STREAM = [
             ]
         }
     ),
+    chunk({"tool_calls": [{"index": 1, "function": {"arguments": '"]'}}]}),
     chunk(
         {
             "invalid_tool_calls": [
@@ -160,16 +162,16 @@ STREAM = [
 
 def responses() -> list[ChatResponse]:
     builder = ReplyBuilder()
-    out = [r for c in STREAM if (r := builder.chunk(c)) is not None]
-    return [*out, builder.final()]
+    return [builder.chunk(c) for c in STREAM]
 
 
 def test_responses_are_cumulative_and_the_last_one_is_complete() -> None:
+    """One response per chunk, as OpenAILike streams; the last is the usage chunk."""
     out = responses()
-    assert [r.delta for r in out] == ["", "On it.", "", "", "", ""]
-    assert out[0].additional_kwargs == {"thinking_delta": "Think."}
-    assert out[1].message.content == "On it."
-    in_progress = tool_selections(out[2].message)
+    assert [r.delta for r in out] == ["", "", "On it.", "", "", "", "", "", ""]
+    assert out[1].additional_kwargs == {"thinking_delta": "Think."}
+    assert out[2].message.content == "On it."
+    in_progress = tool_selections(out[3].message)
     assert in_progress[0].tool_name == "get_weather"
     assert in_progress[0].tool_kwargs == {}  # '{"city": ' so far: no value yet
     final = out[-1]
@@ -184,11 +186,13 @@ def test_responses_are_cumulative_and_the_last_one_is_complete() -> None:
     assert blocks[0].content == "Think."
     calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
     assert [(c.tool_call_id, c.tool_kwargs) for c in calls] == [
-        ("a", {"city": "Oslo"}),
-        ("b", "RAW"),
+        ("a", '{"city": "Oslo"}'),
+        ("b", "RAW"),  # as the model wrote it, not as it was streamed
     ]
     assert final.message.additional_kwargs["tool_call_errors"] == {"b": "truncated"}
-    assert [c["id"] for c in final.message.additional_kwargs["tool_calls"]] == ["a", "b"]
+    streamed = final.message.additional_kwargs["tool_calls"]
+    assert all(isinstance(c, ChoiceDeltaToolCall) for c in streamed)  # as OpenAILike's
+    assert [c.id for c in streamed] == ["a", "b"]
 
 
 def test_invalid_calls_become_selections_that_cannot_run() -> None:
@@ -213,7 +217,7 @@ def test_keep_one_call() -> None:
     message = responses()[-1].message
     keep_one_call(message)
     assert [b.tool_call_id for b in message.blocks if isinstance(b, ToolCallBlock)] == ["a"]
-    assert [c["id"] for c in message.additional_kwargs["tool_calls"]] == ["a"]
+    assert [c.id for c in message.additional_kwargs["tool_calls"]] == ["a"]
 
 
 # -- the LLM ---------------------------------------------------------------------------------
@@ -221,6 +225,7 @@ def test_keep_one_call() -> None:
 
 def test_metadata_and_construction_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:7/v1")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     model = HermesLLM(model="m", context_window=32000, max_tokens=512)
     assert (model.api_base, model.api_key) == ("http://127.0.0.1:7/v1", "sk-env")

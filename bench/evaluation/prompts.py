@@ -88,3 +88,18 @@ VARIANTS: dict[str, Variant] = {
     ]
 }
 PEERS = [name for name, variant in VARIANTS.items() if variant.peer]
+
+# -- candidates for the new default (experiments) ----------------------------------------------
+_MANY = "Write one <tool_call></tool_call> block for each call; a reply may hold several."
+_ANSWER = "Once you have the results you need, answer the user from them."
+_DIRECT = "If no function is needed, answer directly."
+_RESULTS = "The results come back inside <tool_response></tool_response> tags."
+CANDIDATES = {
+    "v2a": QWEN_TEMPLATE + f"\n\n{_MANY} {_RESULTS} {_ANSWER} {_DIRECT}",
+    "v2b": QWEN_TEMPLATE + f"\n\n{_MANY} {_ANSWER} {_DIRECT}",
+}
+for _name, _template in CANDIDATES.items():
+    VARIANTS[_name] = Variant(_name, "candidate", {"template": _template})
+VARIANTS["v2a-stop"] = Variant(
+    "v2a-stop", "candidate", {"template": CANDIDATES["v2a"]}, {"stop": ["<tool_response>"]}
+)

@@ -17,7 +17,7 @@ from evaluation.prompts import Variant
 from evaluation.tools import run_tool
 from hermes_tools import HermesFormat, wrap
 
-MAX_TOKENS = 400
+MAX_TOKENS = 256
 
 
 @dataclass

@@ -15,6 +15,7 @@ from hermes_tools.errors import (
     FormatOptionError,
     HermesToolsError,
     MessageFormatError,
+    ToolCallRequiredError,
     ToolDefinitionError,
     WrongTypeError,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "ToolCall",
     "ToolCallArgsDelta",
     "ToolCallEnd",
+    "ToolCallRequiredError",
     "ToolCallStart",
     "ToolDefinitionError",
     "WrongTypeError",

@@ -2,7 +2,8 @@
 the wrapped clients built from them.
 
 Both frameworks' models are pydantic models, so this is a pydantic mixin; only the adapters
-import it (the core needs no pydantic).
+import it (the core needs no pydantic). The clients are built from the fields at the time of
+each request, so changing a field (`api_base`, a format option) takes effect.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from hermes_tools.client.lazy import LazyClients
+from hermes_tools.client.lazy import ClientSettings, LazyClients
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
-from hermes_tools.format import HermesFormat
+from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 from hermes_tools.prompt import Syntax
 
 
@@ -36,34 +37,42 @@ class HermesSettings(BaseModel):
     """How many times to ask again when a reply's calls are unusable or a required call is
     missing (0 disables)."""
 
-    _clients: LazyClients = PrivateAttr()
+    _clients: LazyClients = PrivateAttr(default_factory=LazyClients)
 
-    def _client_options(self) -> dict[str, Any]:
+    def _client_options(self, *, asynchronous: bool) -> dict[str, Any]:
         """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""
         raise NotImplementedError
 
     @model_validator(mode="after")
-    def _prepare_clients(self) -> HermesSettings:
-        # Building the format checks its options now; the clients wait for the first request.
-        self._clients = LazyClients(
-            HermesFormat.from_settings(self), self.repair_attempts, **self._client_options()
-        )
+    def _check_format(self) -> HermesSettings:
+        HermesFormat.from_settings(self)  # bad format options fail at construction
         return self
+
+    def _format_options(self) -> dict[str, Any]:
+        options = {name: getattr(self, name) for name in FORMAT_OPTIONS if name != "template"}
+        return {**options, "prompt_template": self.prompt_template}
+
+    def _settings(self, *, asynchronous: bool) -> ClientSettings:
+        return ClientSettings(
+            HermesFormat.from_settings(self),
+            self.repair_attempts,
+            self._client_options(asynchronous=asynchronous),
+        )
 
     @property
     def client(self) -> HermesOpenAI:
         """The wrapped `openai.OpenAI` client, built on first use."""
-        return self._clients.sync
+        return self._clients.sync(self._settings(asynchronous=False))
 
     @property
     def async_client(self) -> AsyncHermesOpenAI:
-        """The wrapped `openai.AsyncOpenAI` client, built on first use."""
-        return self._clients.asynchronous
+        """The wrapped `openai.AsyncOpenAI` client of the running event loop."""
+        return self._clients.asynchronous(self._settings(asynchronous=True))
 
     def close(self) -> None:
         """Close the HTTP client built so far (it is built again if used)."""
         self._clients.close()
 
     async def aclose(self) -> None:
-        """Close both HTTP clients; call it from the event loop they were used in."""
+        """Close the sync client and this event loop's async client."""
         await self._clients.aclose()

@@ -1,4 +1,5 @@
-"""`hermes-tools`: show the prompt a request would carry, or parse a model's raw output."""
+"""`hermes-tools`: show the prompt a request would carry, parse a model's raw output, or serve
+an OpenAI-compatible proxy with tool calling (`serve`, in `hermes_tools.serve`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.local.cli import add_commands as add_local_commands
 from hermes_tools.prompt import SYNTAXES
+from hermes_tools.serve.command import add_serve_command
 from hermes_tools.tools import tool_specs
 
 
@@ -84,6 +86,7 @@ def _arguments() -> argparse.ArgumentParser:
     )
     parse.set_defaults(run=_parse)
     add_local_commands(commands)
+    add_serve_command(commands)
     return parser
 
 

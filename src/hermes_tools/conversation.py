@@ -18,6 +18,7 @@ from typing import Any, Literal
 from hermes_tools.errors import MessageFormatError
 from hermes_tools.neutralize import neutralize_json, neutralize_text
 from hermes_tools.prompt import Syntax
+from hermes_tools.stream_parser import parse
 
 Part = dict[str, Any]
 
@@ -93,7 +94,8 @@ def _render_message(
     if role == "user":
         return _Message("user", _user_parts(content, position, options), name)
     if role == "assistant":
-        return _Message("assistant", [_text_part(_assistant_text(message, call_names, options))])
+        text = _assistant_text(message, call_names, options)
+        return _Message("assistant", [_text_part(text)], name)
     if role in ("tool", "function"):
         return _tool_result(message, position, call_names, options)
     raise MessageFormatError(
@@ -132,8 +134,11 @@ def _assistant_text(
 
 
 def render_call(name: str, arguments: object, options: RenderOptions) -> str:
-    """One past call, written as the model was taught to write it."""
+    """One past call, written as the model was taught to write it; an invalid call as the
+    model wrote it."""
     decoded = _decode_arguments(arguments)
+    if decoded is None and _is_call_body(arguments, name, options):
+        return f"<{options.call_tag}>\n{arguments}\n</{options.call_tag}>"
     pythonic = _pythonic_call(name, decoded) if options.syntax == "pythonic" else None
     if options.syntax == "qwen3_coder":
         body = _xml_call(name, decoded, arguments, options)
@@ -185,6 +190,20 @@ def _python_literal(value: object) -> str:
         )
         return "{" + ", ".join(items) + "}"
     raise ValueError(f"no Python literal for {value!r}")
+
+
+def _is_call_body(arguments: object, name: str, options: RenderOptions) -> bool:
+    """Whether `arguments` is an invalid call's whole block text, as the endpoint layer reports
+    it: wrapped in the call tags it reads back as exactly one call to `name` and nothing else
+    (so it cannot end the block early and forge anything)."""
+    if not isinstance(arguments, str) or not arguments.strip():
+        return False
+    tag = options.call_tag
+    result = parse(f"<{tag}>\n{arguments}\n</{tag}>", call_tag=tag, raw_json=False)
+    names = [call.name for call in result.tool_calls] + [
+        call.name for call in result.invalid_tool_calls
+    ]
+    return names == [name] and not result.content and not result.reasoning
 
 
 def _decode_arguments(arguments: object) -> dict[str, Any] | None:

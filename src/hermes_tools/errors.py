@@ -1,4 +1,9 @@
-"""Exceptions for misuse by the caller. Bad model output never raises; it becomes data."""
+"""Exceptions for misuse by the caller, and for a request whose contract the model did not keep.
+
+Bad model output never raises from the parser; it becomes data (invalid calls). The one reply
+that fails a request is a missing required call: `tool_choice` asked for one, and after the
+allowed repairs the model still made none it could use.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,18 @@ class ToolDefinitionError(HermesToolsError, ValueError):
     """A tool definition the caller passed cannot be used."""
 
 
+class ToolSchemaError(ToolDefinitionError):
+    """A tool's `parameters` is not a valid JSON schema."""
+
+    def __init__(self, tool: str, problem: str) -> None:
+        super().__init__(
+            f"Tool {tool!r}: 'parameters' is not a valid JSON schema: {problem}. Fix the tool "
+            "definition."
+        )
+        self.tool = tool
+        self.problem = problem
+
+
 class FormatOptionError(HermesToolsError, ValueError):
     """A format option (tag, template, tool_choice, ...) has a value that cannot work."""
 
@@ -21,3 +38,11 @@ class MessageFormatError(HermesToolsError, ValueError):
 
 class WrongTypeError(HermesToolsError, TypeError):
     """An argument of the wrong type (a client, a message, ...)."""
+
+
+class ToolCallRequiredError(HermesToolsError, ValueError):
+    """The request required a tool call (`tool_choice`), and the model made no usable one."""
+
+
+class ServeConfigError(HermesToolsError, ValueError):
+    """`hermes-tools serve` was started with options or a config file that cannot work."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_tools.errors import ToolDefinitionError
+from hermes_tools.schema_check import check_arguments, check_schema
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
@@ -66,6 +67,8 @@ def tool_spec(tool: object) -> ToolSpec:
             f"Tool {name!r}: 'parameters' must be a JSON schema object, "
             f"got {type(parameters).__name__}."
         )
+    else:
+        check_schema(name, dict(parameters))
     return ToolSpec(name=name, function=function)
 
 
@@ -118,6 +121,17 @@ class Toolbox:
 
     def is_bound(self, name: str) -> bool:
         return self.canonical_name(name) in self._by_name
+
+    def argument_problem(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """Why a call to `name` with `arguments` cannot be run; None when it can, or when no
+        tools are known (output read without tools)."""
+        if not self.specs:
+            return None
+        spec = self._by_name.get(name)
+        if spec is None:
+            known = ", ".join(s.name for s in self.specs)
+            return f"there is no tool named {name!r}; the tools are {known}"
+        return check_arguments(name, spec.parameters, arguments)
 
     def parameter_schema(self, tool: str, parameter: str) -> dict[str, Any] | None:
         """The JSON schema of one parameter, with a top-level `$ref` resolved; None if unknown."""

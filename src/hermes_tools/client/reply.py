@@ -1,24 +1,40 @@
-"""One choice of a reply: parser events in, OpenAI-shaped deltas out, plus their aggregate.
+"""One choice of a reply: parser events in, OpenAI-shaped deltas out, under the request's rules.
 
-Every piece of the reply goes through `_emit`, which both returns the delta (for streaming) and
-adds it to the aggregate (for the non-streamed message), so the two can never disagree.
+This module and `session.py` are the one place where reply policy lives; `wrap()` users and
+both framework adapters get it from here.
 
-Calls go on the wire as `tool_calls` entries with contiguous indexes, as OpenAI sends them.
-A call that turns out invalid after it was streamed keeps its entry (its arguments end with a
-marker that no JSON reader accepts), and every invalid call is listed with its error in the
-extension field `invalid_tool_calls` (always present, often empty), sent once with the finish
-reason.
+Calls go on the wire as `tool_calls` entries with contiguous indexes, as OpenAI sends them, and
+only valid calls stay in the non-streamed message. Every invalid call is listed with its error
+in the extension field `invalid_tool_calls` (always present, often empty), sent once with the
+finish reason. Calls the request does not allow (a second call when `parallel_tool_calls` is
+false, a call to another tool than the one `tool_choice` names, any call when no tool may be
+called) are dropped: never streamed, listed in `dropped_tool_calls` with the reason.
+
+An attempt that may still be rejected (and asked again) is held back, so that a rejected
+attempt leaves nothing in the stream or the message:
+- a plain attempt (`tool_choice="auto"`) streams live until its first call; from there it is
+  held until a valid call ends (then everything is released) or the attempt ends;
+- when a call is required, and in every retry, the attempt is held until a valid call;
+- a retry contributes its calls only; its text counts only when it makes no valid call (then
+  the model answered instead), and not when it repeats what an earlier attempt wrote.
+A call already streamed that turns out invalid cannot be taken back: its arguments get a
+suffix no JSON reader accepts, strict or partial (`never_parses`).
+
+A request for a JSON answer (`response_format`) gets its text whole at the end of the reply,
+as canonical JSON when it holds a JSON value (fences, prose and Python literals repaired).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
+    ParseResult,
     ReasoningDelta,
     TextDelta,
     ToolCall,
@@ -26,67 +42,379 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.json_answer import extract_json_answer
+from hermes_tools.json_lexer import canonical
 from hermes_tools.prompt import ToolChoice
 from hermes_tools.stream_parser import StreamParser
+from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """What the request allows: which tool must be called, and how many calls."""
+    """What the request allows: whether calls may be made, which tool, and how many; which
+    tools exist and the schemas their arguments must fit."""
 
     choice: ToolChoice
     single_call: bool
+    toolbox: Toolbox = field(default_factory=Toolbox)
+
+    @property
+    def requires_call(self) -> bool:
+        return self.choice.mode == "required"
+
+
+class ArgumentsScanner:
+    """Follows streamed JSON text just enough to say what would close it: whether it is inside
+    a string (and after a backslash), and which brackets are open."""
+
+    __slots__ = ("escaped", "inside", "stack")
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.escaped = False
+        self.stack: list[str] = []
+
+    def feed(self, text: str) -> None:
+        for ch in text:
+            if self.inside:
+                if self.escaped:
+                    self.escaped = False
+                elif ch == "\\":
+                    self.escaped = True
+                elif ch == '"':
+                    self.inside = False
+            elif ch == '"':
+                self.inside = True
+            elif ch in "{[":
+                self.stack.append(ch)
+            elif ch in "}]" and self.stack:
+                self.stack.pop()
+
+    def never_parses(self) -> str:
+        """A suffix after which the text is JSON to no reader, partial ones included: close an
+        open string, then a bracket that does not match."""
+        suffix = ('x"' if self.escaped else '"') if self.inside else ""
+        return suffix + ("]" if self.stack and self.stack[-1] == "{" else "}")
+
+
+def never_parses(arguments: str) -> str:
+    scanner = ArgumentsScanner()
+    scanner.feed(arguments)
+    return scanner.never_parses()
 
 
 @dataclass(slots=True)
 class _WireCall:
+    """A call whose start went on the wire in this attempt."""
+
     index: int
+    scanner: ArgumentsScanner = field(default_factory=ArgumentsScanner)
+
+
+@dataclass(slots=True)
+class _MessageCall:
+    """A call in the non-streamed message."""
+
     id: str
     name: str
     arguments: list[str] = field(default_factory=list)
 
 
-class ChoiceReply:
-    """The reply for one choice, over one or more attempts."""
+@dataclass(frozen=True, slots=True)
+class _DroppedNote:
+    """A dropped call held with its attempt's events."""
 
-    def __init__(self, policy: CallPolicy) -> None:
+    dropped: dict[str, Any]
+
+
+_Held = Event | _DroppedNote
+
+
+class ChoiceReply:
+    """The reply for one choice, over one or more attempts.
+
+    With `aggregate` it also builds the whole message (for non-streamed requests); streamed,
+    it keeps only what the next deltas need.
+    """
+
+    def __init__(self, policy: CallPolicy, *, aggregate: bool, json_answer: bool = False) -> None:
         self._policy = policy
+        self._aggregate = aggregate
+        self._json_answer = json_answer
+        self._answer: list[str] = []  # a JSON answer's text, released once it is whole
+        # What was released, over all attempts.
         self.content: list[str] = []
         self.reasoning: list[str] = []
-        self.tool_calls: list[_WireCall] = []
+        self._calls: dict[int, _MessageCall] = {}  # wire index -> call, when aggregating
+        self._wire_count = 0
         self.native_tool_calls: list[Delta] = []
         self.invalid_tool_calls: list[dict[str, Any]] = []
+        self.dropped_tool_calls: list[dict[str, Any]] = []
         self.valid_calls = 0
+        # The current attempt.
         self._parser: StreamParser | None = None
-        self._on_wire: dict[int, _WireCall] = {}  # parser index -> wire call, this attempt
-        self._refusals: dict[int, str] = {}  # parser index -> why the policy kept it off
-        self._attempt_text = False  # content emitted in the current attempt
-        self.attempt_errors: list[str] = []  # why the current attempt's calls were invalid
+        self._held: list[_Held] = []
+        self._holding = False
+        self._hold_at_call = False
+        self._retry = False
+        self._drop_text = False
+        self._on_wire: dict[int, _WireCall] = {}  # parser index -> its call on the wire
+        self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
+        self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
+        self.attempt_valid = 0  # valid calls this attempt (released or held)
+        self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
+        self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
 
     # -- one attempt ---------------------------------------------------------------------------
 
-    def start_attempt(self, parser: StreamParser) -> None:
+    def start_attempt(self, parser: StreamParser, *, tentative: bool, retry: bool) -> None:
+        """`tentative`: the attempt may be rejected and asked again; `retry`: it is a retry."""
         self._parser = parser
+        self._held = []
+        self._retry = retry
+        self._drop_text = False
+        self._holding = retry or self._policy.requires_call
+        self._hold_at_call = tentative and not self._holding
         self._on_wire = {}
-        self._refusals = {}
-        self._attempt_text = False
+        self._refused = {}
+        self._unbound = {}
+        self.attempt_valid = 0
         self.attempt_errors = []
+        self.attempt_text_preview = ""
 
     def text(self, text: str) -> list[Delta]:
         assert self._parser is not None
-        return self._events(self._parser.feed(text)) if text else []
+        return self._take(self._parser.feed(text)) if text else []
 
     def upstream_reasoning(self, text: str) -> list[Delta]:
         """Reasoning the server already separated (`reasoning_content`): never parsed."""
-        return [self._emit({"reasoning_content": text})] if text else []
+        return self._take([ReasoningDelta(text)]) if text else []
 
     def upstream_tool_calls(self, deltas: list[Delta]) -> list[Delta]:
-        """Calls the server parsed itself pass through as they are."""
+        """Calls the server parsed itself pass through as they are (and settle the attempt)."""
+        if not deltas:
+            return []
+        out = self._commit()
         for entry in deltas:
             self._merge_native(entry)
-        return [{"tool_calls": deltas}] if deltas else []
+        return [*out, {"tool_calls": deltas}]
+
+    def close_attempt(self) -> list[Delta]:
+        """The parser's last events (the attempt is settled by `settle`)."""
+        assert self._parser is not None
+        return self._take(self._parser.close())
+
+    def attempt_result(self) -> ParseResult:
+        """What the parser read in this attempt (after `close_attempt`)."""
+        assert self._parser is not None
+        return self._parser.result()
+
+    def settle(self, ask_again: bool, repeated: Callable[[str], bool]) -> list[Delta]:
+        """The attempt is over: drop what was held if it is asked again, else release it.
+        `repeated(text)` says whether an earlier attempt already wrote `text`."""
+        held, self._held = self._held, []
+        self._holding = False
+        self._parser = None
+        if ask_again:
+            return []
+        if self._retry and self.attempt_valid == 0:
+            text = "".join(e.text for e in held if isinstance(e, TextDelta))
+            if text and repeated(text):
+                held = [e for e in held if not isinstance(e, TextDelta)]
+        return self._release_all(held) + self._release_answer()
+
+    def _release_answer(self) -> list[Delta]:
+        """A JSON answer goes out whole, as canonical JSON when the reply holds one (and
+        makes no call), or as the model wrote it."""
+        if not self._answer:
+            return []
+        text, self._answer = "".join(self._answer), []
+        if not self.has_calls:
+            text = extract_json_answer(text) or text
+        if self._aggregate:
+            self.content.append(text)
+        return [{"content": text}]
+
+    # -- events -> deltas ----------------------------------------------------------------------
+
+    def _take(self, events: list[Event]) -> list[Delta]:
+        out: list[Delta] = []
+        for event in events:
+            if isinstance(event, TextDelta) and len(self.attempt_text_preview) < 200:
+                self.attempt_text_preview += event.text[:200]
+            if isinstance(event, ToolCallStart):
+                refusal = self._refusal(event.name)
+                if refusal is not None:
+                    self._refused[event.index] = refusal
+                    continue
+                unbound = self._unbound_problem(event.name)
+                if unbound is not None:
+                    self._unbound[event.index] = unbound  # invalid; never goes on the wire
+                    continue
+                self._call_seen()
+            elif isinstance(event, ToolCallArgsDelta) and (
+                event.index in self._refused or event.index in self._unbound
+            ):
+                continue
+            elif isinstance(event, ToolCallEnd):
+                refusal = self._refused.pop(event.index, None)
+                if refusal is not None:
+                    self._drop(event.call, refusal)
+                    continue
+                event = self._checked(event)
+                if isinstance(event.call, ToolCall):
+                    self.attempt_valid += 1
+                else:
+                    self.attempt_errors.append(event.call.error)
+                    self._call_seen()
+            if self._holding:
+                if not isinstance(event, ToolCallArgsDelta):
+                    # A held call's arguments go out whole at its release, from its end:
+                    # holding its pieces would keep a second copy of them.
+                    self._held.append(event)
+            else:
+                out += self._release(event)
+            if isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall):
+                out += self._commit()
+        return out
+
+    def _refusal(self, name: str | None) -> str | None:
+        """Why the request rules out a call to `name`, if it does."""
+        if name is None:
+            return None  # an unreadable call is invalid, not refused
+        choice = self._policy.choice
+        if choice.mode == "none":
+            return "no tool may be called in this request (no tools, or tool_choice='none')"
+        if choice.name is not None and name != choice.name:
+            return f"tool_choice requires a call to {choice.name}, not {name}"
+        if self._policy.single_call and self.valid_calls + self.attempt_valid >= 1:
+            return "only one call is allowed per reply (parallel_tool_calls=False)"
+        return None
+
+    def _unbound_problem(self, name: str | None) -> str | None:
+        toolbox = self._policy.toolbox
+        if name is None or not toolbox or toolbox.is_bound(name):
+            return None
+        return toolbox.argument_problem(name, {})
+
+    def _checked(self, event: ToolCallEnd) -> ToolCallEnd:
+        """The call as the policy sees it: one naming no bound tool, or whose arguments do not
+        fit its tool's schema, is invalid with that reason (and so asked again)."""
+        call = event.call
+        problem = self._unbound.pop(event.index, None)
+        if isinstance(call, ToolCall):
+            problem = problem or self._policy.toolbox.argument_problem(call.name, call.arguments)
+            if problem is not None:
+                raw = json.dumps(call.arguments, ensure_ascii=False)
+                return ToolCallEnd(event.index, InvalidToolCall(call.id, call.name, raw, problem))
+        return event
+
+    def _call_seen(self) -> None:
+        if self._hold_at_call:
+            self._hold_at_call = False
+            self._holding = True
+
+    def _commit(self) -> list[Delta]:
+        """A valid call: this attempt stays, whatever follows. Release what was held."""
+        self._hold_at_call = False
+        if self._retry:
+            self._drop_text = True
+        if not self._holding:
+            return []
+        held, self._held = self._held, []
+        self._holding = False
+        return self._release_all(held)
+
+    def _release_all(self, events: list[_Held]) -> list[Delta]:
+        # A call that was held whole and turned out invalid never goes on the wire; a valid
+        # one goes out with its arguments in one piece.
+        ended = {
+            e.index: e.call
+            for e in events
+            if isinstance(e, ToolCallEnd) and e.index not in self._on_wire
+        }
+        out: list[Delta] = []
+        for event in events:
+            if isinstance(event, ToolCallStart) and event.index in ended:
+                call = ended[event.index]
+                if isinstance(call, InvalidToolCall):
+                    continue
+                out += self._release(event)
+                out += self._release(ToolCallArgsDelta(event.index, canonical(call.arguments)))
+                continue
+            out += self._release(event)
+        return out
+
+    def _release(self, event: _Held) -> list[Delta]:
+        if isinstance(event, _DroppedNote):
+            self.dropped_tool_calls.append(event.dropped)
+            return []
+        if isinstance(event, TextDelta):
+            if self._drop_text:
+                return []
+            if self._json_answer:
+                self._answer.append(event.text)
+                return []
+            if self._aggregate:
+                self.content.append(event.text)
+            return [{"content": event.text}]
+        if isinstance(event, ReasoningDelta):
+            if self._drop_text:
+                return []
+            if self._aggregate:
+                self.reasoning.append(event.text)
+            return [{"reasoning_content": event.text}]
+        if isinstance(event, ToolCallStart):
+            if event.name is None:
+                return []
+            started = _WireCall(self._wire_count)
+            self._wire_count += 1
+            self._on_wire[event.index] = started
+            if self._aggregate:
+                self._calls[started.index] = _MessageCall(event.id, event.name)
+            return [_call_delta(started.index, id=event.id, name=event.name, arguments="")]
+        if isinstance(event, ToolCallArgsDelta):
+            call = self._on_wire.get(event.index)
+            if call is None:
+                return []
+            if self._aggregate:
+                self._calls[call.index].arguments.append(event.text)
+            else:
+                call.scanner.feed(event.text)
+            return [_call_delta(call.index, arguments=event.text)]
+        return self._end(event)
+
+    def _end(self, event: ToolCallEnd) -> list[Delta]:
+        wire = self._on_wire.pop(event.index, None)
+        call = event.call
+        if isinstance(call, ToolCall):
+            self.valid_calls += 1
+            return []
+        self.invalid_tool_calls.append(
+            {"id": call.id, "name": call.name, "arguments": call.arguments, "error": call.error}
+        )
+        if wire is None:
+            return []
+        if self._aggregate:
+            del self._calls[wire.index]  # the message lists valid calls only
+            return []
+        # Already streamed: make sure no reader takes it as valid.
+        return [_call_delta(wire.index, arguments=wire.scanner.never_parses())]
+
+    def _drop(self, call: ToolCall | InvalidToolCall, reason: str) -> None:
+        arguments = (
+            json.dumps(call.arguments, ensure_ascii=False)
+            if isinstance(call, ToolCall)
+            else call.arguments
+        )
+        dropped = {"id": call.id, "name": call.name, "arguments": arguments, "reason": reason}
+        if self._holding:
+            # Dropped calls of a rejected attempt go with it: keep them with the held events.
+            self._held.append(_DroppedNote(dropped))
+        else:
+            self.dropped_tool_calls.append(dropped)
 
     def _merge_native(self, entry: Delta) -> None:
         index = entry.get("index", len(self.native_tool_calls))
@@ -102,117 +430,44 @@ class ChoiceReply:
             if function.get(key):
                 target["function"][key] += function[key]
 
-    def finish_attempt(self) -> list[Delta]:
-        assert self._parser is not None
-        deltas = self._events(self._parser.close())
-        self._parser = None
-        return deltas
+    # -- the whole reply -----------------------------------------------------------------------
 
-    # -- events -> deltas ----------------------------------------------------------------------
-
-    def _events(self, events: list[Event]) -> list[Delta]:
-        deltas: list[Delta] = []
-        for event in events:
-            delta = self._delta(event)
-            if delta is not None:
-                deltas.append(self._emit(delta))
-        return deltas
-
-    def _delta(self, event: Event) -> Delta | None:
-        if isinstance(event, TextDelta):
-            text = event.text
-            if not self._attempt_text and self.content:
-                text = "\n\n" + text  # the retry's text follows the first attempt's
-            self._attempt_text = True
-            return {"content": text}
-        if isinstance(event, ReasoningDelta):
-            return {"reasoning_content": event.text}
-        if isinstance(event, ToolCallStart):
-            return self._start(event)
-        if isinstance(event, ToolCallArgsDelta):
-            call = self._on_wire.get(event.index)
-            if call is None:
-                return None
-            call.arguments.append(event.text)
-            return _call_delta(call.index, arguments=event.text)
-        return self._end(event)
-
-    def _start(self, event: ToolCallStart) -> Delta | None:
-        if event.name is None:
-            return None
-        refusal = self._refused(event.name)
-        if refusal is not None:
-            self._refusals[event.index] = refusal
-            return None
-        call = _WireCall(len(self.tool_calls), event.id, event.name)
-        self.tool_calls.append(call)
-        self._on_wire[event.index] = call
-        return _call_delta(call.index, id=call.id, name=call.name, arguments="")
-
-    def _refused(self, name: str) -> str | None:
-        """Why the request's tool choice rules out a call to `name`, if it does."""
-        policy = self._policy
-        if policy.choice.name is not None and name != policy.choice.name:
-            return f"tool_choice requires a call to {policy.choice.name}, not {name}"
-        if policy.single_call and self.valid_calls >= 1:
-            return "only one call is allowed per reply (parallel_tool_calls=False); not run"
-        return None
-
-    def _end(self, event: ToolCallEnd) -> Delta | None:
-        wire = self._on_wire.get(event.index)
-        call = event.call
-        if isinstance(call, ToolCall):
-            refusal = self._refusals.get(event.index)
-            if refusal is None:
-                self.valid_calls += 1
-                return None
-            call = InvalidToolCall(call.id, call.name, json.dumps(call.arguments), refusal)
-        self.attempt_errors.append(call.error)
-        self.invalid_tool_calls.append(
-            {"id": call.id, "name": call.name, "arguments": call.arguments, "error": call.error}
-        )
-        if wire is not None and _is_json("".join(wire.arguments)):
-            # Already streamed as a complete object: make sure no reader takes it as valid.
-            marker = f"\n<invalid tool call: {call.error}>"
-            wire.arguments.append(marker)
-            return _call_delta(wire.index, arguments=marker)
-        return None
-
-    # -- aggregate -----------------------------------------------------------------------------
-
-    def _emit(self, delta: Delta) -> Delta:
-        if "content" in delta:
-            self.content.append(delta["content"])
-        elif "reasoning_content" in delta:
-            self.reasoning.append(delta["reasoning_content"])
-        return delta
+    @property
+    def has_calls(self) -> bool:
+        return self.valid_calls > 0 or bool(self.native_tool_calls)
 
     def message(self) -> dict[str, Any]:
         """The whole reply as an OpenAI `message` (with the extension fields)."""
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": "".join(self.content) or None,
-        }
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None}
         calls = [
             {
                 "id": call.id,
                 "type": "function",
                 "function": {"name": call.name, "arguments": "".join(call.arguments)},
             }
-            for call in self.tool_calls
+            for _, call in sorted(self._calls.items())
         ]
         if calls or self.native_tool_calls:
             message["tool_calls"] = calls + self.native_tool_calls
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
-        message["invalid_tool_calls"] = list(self.invalid_tool_calls)
+        message.update(self.extensions())
         return message
+
+    def extensions(self) -> dict[str, Any]:
+        """The extension fields that come with the finish reason."""
+        fields: dict[str, Any] = {"invalid_tool_calls": list(self.invalid_tool_calls)}
+        if self.dropped_tool_calls:
+            fields["dropped_tool_calls"] = list(self.dropped_tool_calls)
+        return fields
 
     def finish_reason(self, upstream: str | None) -> str:
         if upstream == "length":
             return "length"
-        if self.tool_calls or self.native_tool_calls:
+        if self.has_calls:
             return "tool_calls"
+        if upstream == "tool_calls":
+            return "stop"  # the server thought it saw calls; none of them could be used
         return upstream or "stop"
 
 
@@ -223,11 +478,3 @@ def _call_delta(index: int, **function: str) -> Delta:
         entry["type"] = "function"
     entry["function"] = function
     return {"tool_calls": [entry]}
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True

@@ -3,6 +3,12 @@
 The session rewrites the request for the endpoint, turns each upstream response (streamed chunks
 or a whole completion) into native-shaped output, and decides whether to ask again (repair).
 The sync and async drivers only move data between it and the `openai` client.
+
+Reply policy (with `reply.py`): a reply whose calls are all unusable, or that lacks the call the
+request requires, is asked again up to `repair_attempts` times, for single-choice requests; a
+rejected attempt leaves no trace but its raw text in the `repairs` extension field. When a call
+is required and none comes, the request fails with `ToolCallRequiredError`. A `response_format`
+asking for JSON is not sent: the prompt asks for bare JSON, and the answer is read back.
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ from typing import Any
 
 from openai import NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from pydantic import BaseModel
 
 from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
-from hermes_tools.errors import HermesToolsError
+from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
+from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
+from hermes_tools.json_answer import json_answer_instructions
+from hermes_tools.json_lexer import canonical
 from hermes_tools.tools import Toolbox
 from hermes_tools.trust import QuotedCalls, conversation_texts
 
@@ -45,31 +53,53 @@ def uses_tools(kwargs: Mapping[str, Any]) -> bool:
 
 
 class CompletionSession:
-    def __init__(self, kwargs: Mapping[str, Any], fmt: HermesFormat, repair_attempts: int) -> None:
+    """`aggregate`: build the whole message (non-streamed requests); streamed, only the deltas
+    are made, so memory stays bounded by what the parser and a repair need."""
+
+    def __init__(
+        self,
+        kwargs: Mapping[str, Any],
+        fmt: HermesFormat,
+        repair_attempts: int,
+        *,
+        aggregate: bool = True,
+    ) -> None:
         tools = kwargs.get("tools") if given(kwargs.get("tools")) else None
         self._toolbox = Toolbox(tools)
         self._fmt = fmt
+        self._aggregate = aggregate
         choice_value = kwargs.get("tool_choice")
         if not self._toolbox:
-            choice_value = "none"  # only the history uses tools: render it, parse nothing
+            choice_value = "none"  # only the history uses tools: render it, allow no call
         self._choice = fmt.tool_choice(self._toolbox, choice_value if given(choice_value) else None)
         parallel = kwargs.get("parallel_tool_calls")
         parallel = parallel if given(parallel) else None
-        self._policy = CallPolicy(self._choice, single_call=parallel is False)
+        self._policy = CallPolicy(self._choice, parallel is False, self._toolbox)
+        # Calls are read whenever tools are in play, even where none may be made, so that a
+        # model copying the history's calls does not put call markup in the content.
+        self._parse_calls = uses_tools(kwargs)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
         messages = kwargs.get("messages") or []
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
+        self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
+        if self._json_answer:
+            del self._upstream["response_format"]
+            messages = _with_instructions(messages, json_answer_instructions(schema))
         self._messages = (
             fmt.render_messages(messages, self._toolbox, self._choice, parallel)
-            if uses_tools(kwargs)
+            if self._parse_calls
             else list(messages)  # a plain chat: only the reply is read (reasoning, end tokens)
         )
         self._retry_turns: list[dict[str, Any]] = []
+        self._repairs: list[dict[str, str]] = []
         n = kwargs.get("n")
-        self._repairs_left = repair_attempts if not given(n) or n == 1 else 0
+        single_choice = not given(n) or n == 1
+        can_repair = single_choice and self._choice.mode != "none"
+        self._repairs_left = repair_attempts if can_repair else 0
+        self._attempt = 0
         self._replies: dict[int, ChoiceReply] = {}
         self._attempt_started: set[int] = set()
-        self._raw_text: dict[int, list[str]] = {}
+        self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
         self._metadata: dict[str, Any] | None = None
         self._usage: dict[str, Any] | None = None
@@ -82,18 +112,26 @@ class CompletionSession:
     # -- streamed -----------------------------------------------------------------------------
 
     def chunk(self, chunk: ChatCompletionChunk) -> list[ChatCompletionChunk]:
+        # Servers send odd chunks the SDK passes on as they are: `choices: null`, a choice
+        # without `delta`, `data: {}` keep-alives. Take what is there.
         self._remember_metadata(chunk)
-        if chunk.usage is not None:
-            self._add_usage(chunk.usage.model_dump(exclude_none=True))
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._add_usage(usage.model_dump(exclude_none=True))
         out: list[ChatCompletionChunk] = []
-        for choice in chunk.choices:
+        for choice in getattr(chunk, "choices", None) or ():
+            index = getattr(choice, "index", None) or 0
+            delta = getattr(choice, "delta", None)
             deltas: list[Delta] = []
-            if choice.index not in self._announced:
-                self._announced.add(choice.index)
+            if index not in self._announced:
+                self._announced.add(index)
                 deltas.append({"role": "assistant"})
-            calls = [call.model_dump(exclude_none=True) for call in choice.delta.tool_calls or []]
-            deltas += self._take(choice.index, choice.delta, calls, choice.finish_reason)
-            out += [self._chunk(choice.index, d) for d in deltas]
+            calls = [
+                call.model_dump(exclude_none=True)
+                for call in (getattr(delta, "tool_calls", None) or ())
+            ]
+            deltas += self._take(index, delta, calls, getattr(choice, "finish_reason", None))
+            out += [self._chunk(index, d) for d in deltas]
         return out
 
     def stream_ended(self) -> tuple[list[ChatCompletionChunk], bool]:
@@ -103,15 +141,12 @@ class CompletionSession:
                 "The endpoint's stream ended before the reply was finished (no finish_reason); "
                 "the partial reply was discarded. Check the server's logs, or retry."
             )
-        out = [
-            self._chunk(index, delta)
-            for index, reply in sorted(self._replies.items())
-            for delta in reply.finish_attempt()
-        ]
-        if self._ask_again():
+        settled, ask_again = self._end_attempt()
+        out = [self._chunk(index, delta) for index, delta in settled]
+        if ask_again:
             return out, True
         for index, reply in sorted(self._replies.items()):
-            final: Delta = {"invalid_tool_calls": reply.invalid_tool_calls}
+            final: Delta = {**reply.extensions(), **self._repair_fields(index)}
             out.append(self._chunk(index, final, reply.finish_reason(self._finish[index])))
         if self._usage is not None:
             out.append(
@@ -126,38 +161,25 @@ class CompletionSession:
     def completion(self, response: ChatCompletion) -> bool:
         """Take in a whole upstream completion; returns whether to ask again."""
         self._remember_metadata(response)
-        if response.usage is not None:
-            self._add_usage(response.usage.model_dump(exclude_none=True))
-        for choice in response.choices:
-            message = choice.message
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            self._add_usage(usage.model_dump(exclude_none=True))
+        for choice in getattr(response, "choices", None) or ():
+            message = getattr(choice, "message", None)
             calls = [
                 {"index": i, **call.model_dump(exclude_none=True)}
-                for i, call in enumerate(message.tool_calls or [])
+                for i, call in enumerate(getattr(message, "tool_calls", None) or ())
             ]
-            self._take(choice.index, message, calls, choice.finish_reason)
-            self._replies[choice.index].finish_attempt()
-        return self._ask_again()
-
-    def _take(
-        self, index: int, part: BaseModel, calls: list[Delta], finish: str | None
-    ) -> list[Delta]:
-        """One choice's piece of a reply (a chunk's delta or a whole message), as deltas."""
-        reply = self._reply(index)
-        deltas = reply.upstream_reasoning(_reasoning_of(part))
-        deltas += reply.upstream_tool_calls(calls)
-        content = getattr(part, "content", None)
-        if content:
-            self._raw_text[index].append(content)
-            deltas += reply.text(content)
-        if finish is not None:
-            self._finish[index] = finish
-        return deltas
+            index = getattr(choice, "index", None) or 0
+            self._take(index, message, calls, getattr(choice, "finish_reason", None) or "stop")
+        _, ask_again = self._end_attempt()
+        return ask_again
 
     def result(self) -> ChatCompletion:
         choices = [
             {
                 "index": index,
-                "message": reply.message(),
+                "message": {**reply.message(), **self._repair_fields(index)},
                 "finish_reason": reply.finish_reason(self._finish.get(index)),
                 "logprobs": None,
             }
@@ -168,26 +190,79 @@ class CompletionSession:
             body["usage"] = self._usage
         return ChatCompletion.model_validate(body)
 
-    # -- repair -------------------------------------------------------------------------------
+    def _take(
+        self, index: int, part: object, calls: list[Delta], finish: str | None
+    ) -> list[Delta]:
+        """One choice's piece of a reply (a chunk's delta or a whole message), as deltas."""
+        reply = self._reply(index)
+        deltas = reply.upstream_reasoning(_reasoning_of(part))
+        deltas += reply.upstream_tool_calls(calls)
+        content = getattr(part, "content", None)
+        if isinstance(content, str) and content:
+            deltas += reply.text(content)
+        if finish is not None:
+            self._finish[index] = finish
+        return deltas
+
+    # -- the end of an attempt ----------------------------------------------------------------
+
+    def _end_attempt(self) -> tuple[list[tuple[int, Delta]], bool]:
+        """Close every choice's attempt; decide whether to ask again; settle what was held."""
+        out = [
+            (index, delta)
+            for index, reply in sorted(self._replies.items())
+            for delta in reply.close_attempt()
+        ]
+        ask_again = self._ask_again()
+
+        def repeated(text: str) -> bool:
+            return any(earlier.startswith(text.strip()) for earlier in self._rejected_text)
+
+        for index, reply in sorted(self._replies.items()):
+            out += [(index, delta) for delta in reply.settle(ask_again, repeated)]
+        if not ask_again:
+            self._check_required()
+        return out, ask_again
 
     def _ask_again(self) -> bool:
         reason = self._repair_reason()
         if reason is None or self._repairs_left <= 0:
             return False
         self._repairs_left -= 1
+        attempt = self._replies[0].attempt_result()
+        written = self._written_back(attempt)
         self._retry_turns += [
-            {"role": "assistant", "content": "".join(self._raw_text[0])},
+            {"role": "assistant", "content": written},
             {"role": "user", "content": reason},
         ]
+        self._repairs.append({"reply": written, "reason": reason})
+        self._rejected_text.append(attempt.content.strip())
+        self._attempt += 1
         self._attempt_started.clear()
         self._finish.clear()
         return True
+
+    def _written_back(self, attempt: ParseResult) -> str:
+        """A rejected attempt as the next request shows it to the model: written back as
+        history is (its text, and its calls as it wrote them), so no copy of the raw reply
+        is kept while it streams."""
+        written = [(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
+        written += [(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
+        calls = [
+            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for id_, name, arguments in written
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": attempt.content}
+        if calls:
+            message["tool_calls"] = calls
+        (rendered,) = self._fmt.render_messages([message])
+        return str(rendered["content"])
 
     def _repair_reason(self) -> str | None:
         if len(self._replies) != 1 or self._choice.mode == "none":
             return None
         reply = self._replies[0]
-        if reply.native_tool_calls or reply.valid_calls:
+        if reply.has_calls or reply.attempt_valid:
             return None
         block = self._call_form()
         if self._choice.name is not None:
@@ -202,6 +277,28 @@ class CompletionSession:
             return f"You must call one of the tools now. Reply with {block}."
         return None
 
+    def _check_required(self) -> None:
+        if self._choice.mode != "required":
+            return
+        for reply in self._replies.values():
+            if reply.has_calls:
+                continue
+            wanted = f"the tool {self._choice.name}" if self._choice.name else "a tool"
+            attempts = self._attempt + 1
+            said = reply.attempt_text_preview.strip()
+            errors = "; ".join(dict.fromkeys(reply.attempt_errors))
+            raise ToolCallRequiredError(
+                f"The request requires a call to {wanted} (tool_choice), and the model made "
+                f"no usable call in {attempts} attempt{'s' if attempts > 1 else ''}"
+                + (f" (its calls were invalid: {errors})" if errors else "")
+                + (f"; it answered: {said[:200]!r}" if said else "")
+                + ". Allow more repair_attempts, use a model that follows the tools prompt, "
+                "or do not require a call."
+            )
+
+    def _repair_fields(self, index: int) -> dict[str, Any]:
+        return {"repairs": list(self._repairs)} if index == 0 and self._repairs else {}
+
     def _call_form(self) -> str:
         tag = self._fmt.call_tag
         if self._fmt.syntax == "qwen3_coder":
@@ -215,18 +312,23 @@ class CompletionSession:
     def _reply(self, index: int) -> ChoiceReply:
         reply = self._replies.get(index)
         if reply is None:
-            reply = self._replies[index] = ChoiceReply(self._policy)
+            reply = self._replies[index] = ChoiceReply(
+                self._policy, aggregate=self._aggregate, json_answer=self._json_answer
+            )
         if index not in self._attempt_started:
             self._attempt_started.add(index)
-            self._raw_text[index] = []
-            reply.start_attempt(
-                self._fmt.stream_parser(self._toolbox, self._choice, untrusted=self._quoted)
+            parser = self._fmt.stream_parser(
+                self._toolbox, "auto" if self._parse_calls else "none", untrusted=self._quoted
             )
+            reply.start_attempt(parser, tentative=self._repairs_left > 0, retry=self._attempt > 0)
         return reply
 
-    def _remember_metadata(self, response: ChatCompletion | ChatCompletionChunk) -> None:
+    def _remember_metadata(self, response: object) -> None:
         if self._metadata is None:
-            self._metadata = {key: getattr(response, key, None) for key in _METADATA}
+            self._metadata = {}
+        for key in _METADATA:
+            if self._metadata.get(key) is None:
+                self._metadata[key] = getattr(response, key, None)
 
     def _envelope(self, kind: str) -> dict[str, Any]:
         metadata = dict(self._metadata or {})
@@ -246,9 +348,38 @@ class CompletionSession:
         self._usage = usage if self._usage is None else _sum(self._usage, usage)
 
 
-def _reasoning_of(part: BaseModel) -> str:
+def json_answer_request(response_format: object) -> tuple[bool, dict[str, Any] | None]:
+    """Whether a `response_format` asks for a JSON answer, and its schema if it gives one.
+    Other values (none, `{"type": "text"}`) are passed on as they are."""
+    if not isinstance(response_format, Mapping):
+        return False, None
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    elif kind == "json_object":
+        schema = response_format.get("schema")  # LangChain's json_mode may carry one
+    else:
+        return False, None
+    return True, dict(schema) if isinstance(schema, Mapping) and schema else None
+
+
+def _with_instructions(messages: Any, instructions: str) -> list[Any]:
+    """A system message after the leading ones (the format engine merges them)."""
+    messages = list(messages)
+    leading = 0
+    while (
+        leading < len(messages)
+        and isinstance(messages[leading], Mapping)
+        and messages[leading].get("role") in ("system", "developer")
+    ):
+        leading += 1
+    return [*messages[:leading], {"role": "system", "content": instructions}, *messages[leading:]]
+
+
+def _reasoning_of(part: object) -> str:
     """Reasoning a server separated itself: DeepSeek's `reasoning_content`, or `reasoning`."""
-    extra = part.model_extra or {}
+    extra = getattr(part, "model_extra", None) or {}
     for name in ("reasoning_content", "reasoning"):
         value = extra.get(name)
         if isinstance(value, str) and value:

@@ -73,7 +73,9 @@ class _Wrapper(Generic[ClientT]):
         """None when the request goes to the endpoint untouched."""
         if not (self._parse_without_tools or uses_tools(kwargs)):
             return None
-        return CompletionSession(kwargs, self._format, self._repair_attempts)
+        return CompletionSession(
+            kwargs, self._format, self._repair_attempts, aggregate=kwargs.get("stream") is not True
+        )
 
     def _options(self) -> dict[str, Any]:
         return {

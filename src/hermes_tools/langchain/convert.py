@@ -1,18 +1,22 @@
 """Conversions between LangChain messages and the OpenAI shapes of the endpoint layer.
 
 `to_openai_messages` turns a LangChain conversation into OpenAI chat messages (the format
-engine then writes them as text). `ChunkTranslator` turns the wrapped client's
-`ChatCompletionChunk`s into `AIMessageChunk`s; `ChatHermes.invoke` is the sum of the same
-chunks, so invoking and streaming give one message.
+engine then writes them as text). `chat_result` turns a whole `ChatCompletion` into a
+`ChatResult`, as ChatOpenAI does; `ChunkTranslator` turns streamed `ChatCompletionChunk`s into
+`AIMessageChunk`s whose sum is the same message. Only shapes are mapped here: what a reply
+holds was decided by the endpoint layer.
 
-LangChain rebuilds a streamed message's calls from the merged `tool_call_chunks` with
-`parse_partial_json`, which would happily complete a truncated `{"city": "Ber` into a runnable
-call. So when a call turns out invalid, its chunk gets a last fragment that no reader accepts;
-the readable reasons go in `additional_kwargs["tool_call_errors"]` (id -> error).
+Invalid calls: LangChain rebuilds a streamed message's calls from the merged
+`tool_call_chunks`, so a call that turned out invalid carries, streamed, a last fragment no
+reader accepts (added by the endpoint layer, or here for a call that was never streamed), and
+LangChain gives it `error=None`. Both ways, `additional_kwargs["tool_call_errors"]` maps its id
+to the reason and `additional_kwargs["invalid_tool_calls"]` keeps the endpoint layer's report
+(the text exactly as the model wrote it), which is what goes back into the history.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,9 +28,13 @@ from langchain_core.messages import (
     convert_to_openai_messages,
 )
 from langchain_core.messages.ai import InputTokenDetails, OutputTokenDetails, UsageMetadata
-from openai.types.chat import ChatCompletionChunk
+from langchain_core.messages.tool import invalid_tool_call, tool_call
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.pydantic import is_basemodel_subclass
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from pydantic import BaseModel
 
-from hermes_tools.json_answer import extract_json_answer
+from hermes_tools.client.reply import never_parses
 
 MODEL_PROVIDER = "hermes"
 
@@ -40,16 +48,19 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
         assert isinstance(openai_message, dict)
         if isinstance(message, AIMessage) and message.invalid_tool_calls:
             # Calls the model got wrong stay in the history, as it wrote them.
+            reported = {
+                item.get("id"): item.get("arguments")
+                for item in message.additional_kwargs.get("invalid_tool_calls") or []
+                if isinstance(item, dict)
+            }
             calls = list(openai_message.get("tool_calls") or [])
             for invalid in message.invalid_tool_calls:
+                arguments = reported.get(invalid.get("id")) or invalid.get("args") or ""
                 calls.append(
                     {
                         "type": "function",
                         "id": invalid.get("id") or "",
-                        "function": {
-                            "name": invalid.get("name") or "",
-                            "arguments": invalid.get("args") or "",
-                        },
+                        "function": {"name": invalid.get("name") or "", "arguments": arguments},
                     }
                 )
             openai_message["tool_calls"] = calls
@@ -59,91 +70,177 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return converted
 
 
-# -- OpenAI chunks -> LangChain chunks ---------------------------------------------------------
+# -- OpenAI replies -> LangChain messages ------------------------------------------------------
 
 
 def usage_metadata(usage: dict[str, Any] | None) -> UsageMetadata | None:
+    """As ChatOpenAI reads the server's usage (the detail dicts present, perhaps empty)."""
     if not usage:
         return None
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
-    metadata = UsageMetadata(
+    total = usage.get("total_tokens")
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
+    input_details = {
+        "audio": prompt_details.get("audio_tokens"),
+        "cache_read": prompt_details.get("cached_tokens"),
+        "cache_creation": prompt_details.get("cache_write_tokens"),
+    }
+    output_details = {
+        "audio": completion_details.get("audio_tokens"),
+        "reasoning": completion_details.get("reasoning_tokens"),
+    }
+    return UsageMetadata(
         input_tokens=prompt,
         output_tokens=completion,
-        total_tokens=int(usage.get("total_tokens") or prompt + completion),
+        total_tokens=int(total) if total is not None else prompt + completion,
+        input_token_details=InputTokenDetails(
+            **{k: v for k, v in input_details.items() if v is not None}  # type: ignore[typeddict-item]
+        ),
+        output_token_details=OutputTokenDetails(
+            **{k: v for k, v in output_details.items() if v is not None}  # type: ignore[typeddict-item]
+        ),
     )
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    if cached is not None:
-        metadata["input_token_details"] = InputTokenDetails(cache_read=cached)
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
-    if reasoning is not None:
-        metadata["output_token_details"] = OutputTokenDetails(reasoning=reasoning)
+
+
+def response_metadata(
+    response: ChatCompletion | ChatCompletionChunk,
+    finish_reason: str | None,
+    usage: dict[str, Any] | None,
+    extensions: dict[str, Any],
+) -> dict[str, Any]:
+    """What ChatOpenAI puts in `response_metadata` (the server's id included), plus the
+    endpoint layer's reports that concern the whole reply (dropped calls, repairs)."""
+    metadata: dict[str, Any] = {
+        "id": response.id,
+        "finish_reason": finish_reason,
+        "model_name": response.model,
+        "model_provider": MODEL_PROVIDER,
+    }
+    if response.system_fingerprint:
+        metadata["system_fingerprint"] = response.system_fingerprint
+    if usage is not None:
+        metadata["token_usage"] = usage
+    for key in ("dropped_tool_calls", "repairs"):
+        if extensions.get(key):
+            metadata[key] = extensions[key]
     return metadata
 
 
-def never_parses(arguments: str) -> str:
-    """A suffix after which `arguments` is not JSON to any reader, partial ones included:
-    close an open string, then a bracket that does not match."""
-    inside, escaped, stack = False, False, []
-    for ch in arguments:
-        if inside:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                inside = False
-        elif ch == '"':
-            inside = True
-        elif ch in "{[":
-            stack.append(ch)
-        elif ch in "}]" and stack:
-            stack.pop()
-    suffix = ('x"' if escaped else '"') if inside else ""
-    return suffix + ("]" if stack and stack[-1] == "{" else "}")
+def _invalid_kwargs(invalid: list[dict[str, Any]]) -> dict[str, Any]:
+    if not invalid:
+        return {}
+    return {
+        "tool_call_errors": {item["id"]: item["error"] for item in invalid},
+        "invalid_tool_calls": invalid,
+    }
+
+
+def chat_result(completion: ChatCompletion, *, response_format: Any = None) -> ChatResult:
+    """A whole reply, one generation per choice; the server's id stays in the metadata (the
+    message id is LangChain's run id, as with ChatOpenAI)."""
+    usage = completion.usage.model_dump(exclude_none=True) if completion.usage else None
+    generations = []
+    for choice in completion.choices:
+        message = choice.message
+        extensions = message.model_extra or {}
+        invalid = list(extensions.get("invalid_tool_calls") or [])
+        additional: dict[str, Any] = _invalid_kwargs(invalid)
+        reasoning = extensions.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            additional["reasoning_content"] = reasoning
+        calls = [
+            tool_call(name=call.function.name, args=_arguments(call.function.arguments), id=call.id)
+            for call in message.tool_calls or []
+            if call.type == "function"
+        ]
+        content = message.content or ""
+        if content and not calls:
+            additional.update(_parsed(content, response_format))
+        ai = AIMessage(
+            content=content,
+            additional_kwargs=additional,
+            tool_calls=calls,
+            invalid_tool_calls=[
+                invalid_tool_call(
+                    name=item.get("name"),
+                    args=item.get("arguments"),
+                    id=item.get("id"),
+                    error=item.get("error"),
+                )
+                for item in invalid
+            ],
+            usage_metadata=usage_metadata(usage),
+            response_metadata=response_metadata(
+                completion, choice.finish_reason, usage, extensions
+            ),
+        )
+        generations.append(ChatGeneration(message=ai))
+    llm_output = {"token_usage": usage, "model_name": completion.model, "id": completion.id}
+    return ChatResult(generations=generations, llm_output=llm_output)
+
+
+def _is_pydantic(response_format: Any) -> bool:
+    return isinstance(response_format, type) and is_basemodel_subclass(response_format)
+
+
+def _parsed(text: str, response_format: Any) -> dict[str, Any]:
+    """As ChatOpenAI with a pydantic `response_format`: the answer, parsed, in
+    `additional_kwargs["parsed"]` (None when it does not fit)."""
+    if not _is_pydantic(response_format):
+        return {}
+    model: type[BaseModel] = response_format
+    try:
+        return {"parsed": model.model_validate_json(text)}
+    except ValueError:
+        return {"parsed": None}
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    value = json.loads(text or "{}")
+    assert isinstance(value, dict)  # the endpoint layer lists only valid calls
+    return value
 
 
 class ChunkTranslator:
-    """Translates one streamed reply, keeping what the last chunk needs.
+    """Translates one streamed reply (choice 0), keeping what the last chunk needs.
 
     With `output_version="v1"` the content is a list of standard blocks, each with its own
     `index` (a text run, a reasoning run, each call), so merging never fuses a text block
-    with a call. With `json_answer`, text is held and released at the end as bare JSON.
+    with a call. With a pydantic `response_format`, the answer is also parsed at the end.
     """
 
-    def __init__(self, output_version: str | None, *, json_answer: bool = False) -> None:
+    def __init__(self, output_version: str | None, *, response_format: Any = None) -> None:
         self._v1 = output_version == "v1"
-        self._json_answer = json_answer
-        self._held_text: list[str] = []
+        self._response_format = response_format
+        self._answer: list[str] | None = [] if _is_pydantic(response_format) else None
         self._blocks = 0
         self._run: tuple[str, int] | None = None  # the open text/reasoning block
         self._call_blocks: dict[int, int] = {}  # tool call index -> block index
-        self._call_ids: dict[str, int] = {}  # tool call id -> tool call index
-        self._arguments: dict[int, list[str]] = {}
-        self._id: str | None = None
-        self._model: str | None = None
-        self._fingerprint: str | None = None
+        self._calls = 0  # highest tool call index + 1
+        self._streamed_ids: set[str] = set()
+        self._last: ChatCompletionChunk | None = None
         self._finish: str | None = None
-        self._invalid: list[dict[str, Any]] = []
+        self._extensions: dict[str, Any] = {}
         self._usage: dict[str, Any] | None = None
 
     def chunk(self, chunk: ChatCompletionChunk) -> list[AIMessageChunk]:
-        self._id = self._id or chunk.id
-        self._model = self._model or chunk.model
-        self._fingerprint = self._fingerprint or chunk.system_fingerprint
+        self._last = chunk
         if chunk.usage is not None:
             self._usage = chunk.usage.model_dump(exclude_none=True)
         out: list[AIMessageChunk] = []
-        for choice in chunk.choices[:1]:
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue  # as ChatOpenAI: a stream is one message
             delta = choice.delta
             extra = delta.model_extra or {}
             if extra.get("reasoning_content"):
                 out.append(self._reasoning(extra["reasoning_content"]))
             if delta.content:
-                if self._json_answer:
-                    self._held_text.append(delta.content)
-                else:
-                    out.append(self._text(delta.content))
+                if self._answer is not None:
+                    self._answer.append(delta.content)
+                out.append(self._text(delta.content))
             for call in delta.tool_calls or []:
                 function = call.function
                 out.append(
@@ -156,42 +253,45 @@ class ChunkTranslator:
                 )
             if choice.finish_reason is not None:
                 self._finish = choice.finish_reason
-            if isinstance(extra.get("invalid_tool_calls"), list):
-                self._invalid = extra["invalid_tool_calls"]
+                self._extensions = extra
         return out
 
     def finish(self) -> list[AIMessageChunk]:
-        """The held JSON answer, the fixes that keep invalid calls invalid, and the last chunk
-        (finish reason, model name, usage)."""
+        """The invalid calls never streamed, and the last chunk (finish reason, metadata,
+        usage, the parsed answer)."""
         out: list[AIMessageChunk] = []
-        if self._held_text:
-            text = "".join(self._held_text)
-            if not self._arguments:
-                text = extract_json_answer(text) or text
-            out.append(self._text(text))
-        errors: dict[str, str] = {}
-        for invalid in self._invalid:
-            out.append(self._keep_invalid(invalid))
-            errors[invalid["id"]] = invalid["error"]
-        metadata: dict[str, Any] = {
-            "finish_reason": self._finish,
-            "model_name": self._model,
-            "model_provider": MODEL_PROVIDER,
-        }
-        if self._fingerprint:
-            metadata["system_fingerprint"] = self._fingerprint
+        parsed: dict[str, Any] = {}
+        if self._answer and not self._calls:
+            parsed = _parsed("".join(self._answer), self._response_format)
+        invalid = list(self._extensions.get("invalid_tool_calls") or [])
+        for item in invalid:
+            if not self._streamed(item["id"]):
+                raw = item.get("arguments") or ""
+                fragment = raw + never_parses(raw)
+                out.append(
+                    self._call_fragment(
+                        self._calls, id=item["id"], name=item.get("name"), arguments=fragment
+                    )
+                )
+        metadata = (
+            response_metadata(self._last, self._finish, self._usage, self._extensions)
+            if self._last is not None
+            else {"finish_reason": self._finish, "model_provider": MODEL_PROVIDER}
+        )
         last = self._message(
             self._empty(),
+            additional_kwargs={**_invalid_kwargs(invalid), **parsed},
             response_metadata=metadata,
             usage_metadata=usage_metadata(self._usage),
             chunk_position="last",
         )
-        if errors:
-            last.additional_kwargs["tool_call_errors"] = errors
         out.append(last)
         return out
 
     # -- pieces ---------------------------------------------------------------------------------
+
+    def _streamed(self, call_id: str) -> bool:
+        return call_id in self._streamed_ids
 
     def _text(self, text: str) -> AIMessageChunk:
         if not self._v1:
@@ -208,9 +308,9 @@ class ChunkTranslator:
     def _call_fragment(
         self, index: int, *, id: str | None, name: str | None, arguments: str
     ) -> AIMessageChunk:
-        self._arguments.setdefault(index, []).append(arguments)
+        self._calls = max(self._calls, index + 1)
         if id:
-            self._call_ids[id] = index
+            self._streamed_ids.add(id)
         fragment = {"name": name, "args": arguments, "id": id, "index": index}
         content: str | list[str | dict[str, Any]] = ""
         if self._v1:
@@ -220,20 +320,6 @@ class ChunkTranslator:
             block = {"type": "tool_call_chunk", **fragment, "index": self._call_blocks[index]}
             content = [block]
         return self._message(content, tool_call_chunks=[fragment])
-
-    def _keep_invalid(self, invalid: dict[str, Any]) -> AIMessageChunk:
-        index = self._call_ids.get(invalid["id"])
-        if index is None:  # never streamed: it gets a place of its own
-            index = max(self._arguments, default=-1) + 1
-            raw = invalid.get("arguments") or ""
-            return self._call_fragment(
-                index,
-                id=invalid["id"],
-                name=invalid.get("name"),
-                arguments=raw + never_parses(raw),
-            )
-        streamed = "".join(self._arguments[index])
-        return self._call_fragment(index, id=None, name=None, arguments=never_parses(streamed))
 
     def _run_block(self, kind: str) -> int:
         if self._run is None or self._run[0] != kind:
@@ -250,4 +336,4 @@ class ChunkTranslator:
     def _message(self, content: str | list[str | dict[str, Any]], **fields: Any) -> AIMessageChunk:
         if self._v1:
             fields.setdefault("response_metadata", {})["output_version"] = "v1"
-        return AIMessageChunk(content=content, id=self._id, **fields)
+        return AIMessageChunk(content=content, **fields)

@@ -1,13 +1,16 @@
 """Conversions between LlamaIndex chat messages and the OpenAI shapes of the endpoint layer.
 
 `to_openai_messages` turns LlamaIndex history into OpenAI chat messages (the format engine then
-writes them as text). `ReplyBuilder` turns the wrapped client's chunks into cumulative
-`ChatResponse`s, as LlamaIndex's own LLMs stream: each holds the message so far and its
-`delta`; the last one holds the settled message, calls included.
+writes them as text), block by block as LlamaIndex's OpenAI LLM does. `chat_response` turns a
+whole `ChatCompletion` into a `ChatResponse`; `ReplyBuilder` turns streamed chunks into
+cumulative `ChatResponse`s (each holds the message so far and its `delta`), both shaped as
+`OpenAILike` shapes them: calls are `ToolCallBlock`s whose `tool_kwargs` are the arguments as
+JSON text, and `additional_kwargs["tool_calls"]` holds the SDK's call objects.
 
-Calls travel as `ToolCallBlock`s (and in `additional_kwargs["tool_calls"]`). In the settled
-message a valid call has its arguments as a dict; an invalid one keeps the raw text the model
-wrote, and its reason is in `additional_kwargs["tool_call_errors"]` (id -> error).
+Only shapes are mapped here; what a reply holds was decided by the endpoint layer. Invalid
+calls (listed apart by the endpoint layer) become `ToolCallBlock`s holding the text the model
+wrote, with their reasons in `additional_kwargs["tool_call_errors"]` (id -> error), so an agent
+answers them with an error the model reads and nothing runs (see `tool_selections`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import (
+    AudioBlock,
     ChatMessage,
     ChatResponse,
+    DocumentBlock,
     ImageBlock,
     MessageRole,
     TextBlock,
@@ -26,7 +31,8 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 from llama_index.core.tools import ToolSelection
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
 from hermes_tools.partial_json import partial_json
 
@@ -42,23 +48,68 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 def to_openai_message(message: ChatMessage) -> dict[str, Any]:
     role = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
     role = _ROLES.get(role, role)
-    texts = [block.text for block in message.blocks if isinstance(block, TextBlock)]
-    images = [_image_part(block) for block in message.blocks if isinstance(block, ImageBlock)]
-    content: Any = "\n".join(texts)
-    if images:
-        content = [{"type": "text", "text": text} for text in texts] + images
+    parts: list[dict[str, Any]] = []
+    for block in message.blocks:
+        part = _content_part(block)
+        if part is not None:
+            parts.append(part)
+    texts = [part["text"] for part in parts if part["type"] == "text"]
+    content: Any = "".join(texts)
+    if len(texts) != len(parts):
+        content = parts
     converted: dict[str, Any] = {"role": role, "content": content}
     extra = message.additional_kwargs
     if role == "assistant":
         calls = _tool_calls_of(message)
         if calls:
             converted["tool_calls"] = calls
+            if not content:
+                converted["content"] = None
     elif role == "tool" and extra.get("tool_call_id"):
         converted["tool_call_id"] = extra["tool_call_id"]
     name = extra.get("name")
     if isinstance(name, str) and name:
         converted["name"] = name
     return converted
+
+
+def _content_part(block: object) -> dict[str, Any] | None:
+    """One block as an OpenAI content part, as `llama-index-llms-openai` writes it."""
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        return {"type": "image_url", "image_url": _image_url(block)}
+    if isinstance(block, AudioBlock):
+        data = block.resolve_audio(as_base64=True).read().decode("ascii")
+        return {"type": "input_audio", "input_audio": {"data": data, "format": block.format}}
+    if isinstance(block, DocumentBlock):
+        if isinstance(block.data, bytes) and block.data:
+            data = block.data.decode("ascii")  # stored base64-encoded
+        else:
+            data = block._get_b64_string(block.resolve_document())
+        file = {
+            "filename": block.title,
+            "file_data": f"data:{block._guess_mimetype()};base64,{data}",
+        }
+        return {"type": "file", "file": file}
+    if isinstance(block, (ThinkingBlock, ToolCallBlock)):
+        return None  # reasoning is not sent back; calls travel as `tool_calls`
+    raise ValueError(
+        f"Unsupported content block type: {type(block).__name__}. HermesLLM sends text, "
+        "image, audio and document blocks; convert others to one of them."
+    )
+
+
+def _image_url(block: ImageBlock) -> dict[str, Any]:
+    if block.url is not None:
+        url = str(block.url)
+    else:
+        encoded = block.resolve_image(as_base64=True).read().decode("ascii")
+        url = f"data:{block.image_mimetype or 'image/png'};base64,{encoded}"
+    image_url: dict[str, Any] = {"url": url}
+    if block.detail:
+        image_url["detail"] = block.detail
+    return image_url
 
 
 def _tool_calls_of(message: ChatMessage) -> list[dict[str, Any]]:
@@ -94,118 +145,148 @@ def _tool_calls_of(message: ChatMessage) -> list[dict[str, Any]]:
     return calls
 
 
-def _image_part(block: ImageBlock) -> dict[str, Any]:
-    if block.url is not None:
-        url = str(block.url)
-    else:
-        encoded = block.resolve_image(as_base64=True).read().decode("ascii")
-        url = f"data:{block.image_mimetype or 'image/png'};base64,{encoded}"
-    return {"type": "image_url", "image_url": {"url": url}}
+# -- OpenAI replies -> ChatResponses ---------------------------------------------------------
 
 
-# -- OpenAI chunks -> cumulative ChatResponses -----------------------------------------------
+def token_counts(usage: Any) -> dict[str, Any]:
+    """As LlamaIndex's OpenAI LLM reports them in `ChatResponse.additional_kwargs`."""
+    if usage is None:
+        return {}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def chat_response(completion: ChatCompletion) -> ChatResponse:
+    """A whole reply (its first choice, as OpenAILike reads it)."""
+    choice = completion.choices[0]
+    message = choice.message
+    extensions = message.model_extra or {}
+    blocks: list[Any] = []
+    reasoning = extensions.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        blocks.append(ThinkingBlock(content=reasoning))
+    if message.content:
+        blocks.append(TextBlock(text=message.content))
+    calls = [call for call in message.tool_calls or [] if call.type == "function"]
+    for call in calls:
+        blocks.append(
+            ToolCallBlock(
+                tool_call_id=call.id,
+                tool_name=call.function.name,
+                tool_kwargs=call.function.arguments,
+            )
+        )
+    invalid = list(extensions.get("invalid_tool_calls") or [])
+    blocks += [_invalid_block(item) for item in invalid]
+    additional: dict[str, Any] = {}
+    if calls:
+        additional["tool_calls"] = calls
+    additional.update(_reports(invalid, extensions))
+    return ChatResponse(
+        message=ChatMessage(
+            role=MessageRole.ASSISTANT, blocks=blocks, additional_kwargs=additional
+        ),
+        raw=completion,
+        additional_kwargs=token_counts(completion.usage),
+    )
+
+
+def _invalid_block(item: dict[str, Any]) -> ToolCallBlock:
+    return ToolCallBlock(
+        tool_call_id=item["id"], tool_name=item.get("name") or "", tool_kwargs=item["arguments"]
+    )
+
+
+def _reports(invalid: list[dict[str, Any]], extensions: dict[str, Any]) -> dict[str, Any]:
+    """The endpoint layer's reports: why calls were invalid, calls dropped, repairs."""
+    reports: dict[str, Any] = {}
+    if invalid:
+        reports["tool_call_errors"] = {item["id"]: item["error"] for item in invalid}
+    for key in ("dropped_tool_calls", "repairs"):
+        if extensions.get(key):
+            reports[key] = extensions[key]
+    return reports
 
 
 class ReplyBuilder:
-    """Builds the cumulative responses of one streamed reply."""
+    """Builds the cumulative responses of one streamed reply (its first choice)."""
 
     def __init__(self) -> None:
         self._content: list[str] = []
         self._reasoning: list[str] = []
-        self._calls: dict[int, dict[str, str]] = {}  # index -> id, name, arguments so far
+        self._calls: list[ChoiceDeltaToolCall] = []  # as OpenAILike accumulates them
         self._invalid: list[dict[str, Any]] = []
-        self._usage: dict[str, Any] | None = None
-        self._last_raw: ChatCompletionChunk | None = None
+        self._reports: dict[str, Any] = {}
 
-    def chunk(self, chunk: ChatCompletionChunk) -> ChatResponse | None:
-        """The response after this chunk, or None when it changed nothing visible."""
-        self._last_raw = chunk
-        if chunk.usage is not None:
-            self._usage = chunk.usage.model_dump(exclude_none=True)
-        if not chunk.choices:
-            return None
-        delta = chunk.choices[0].delta
-        extra = delta.model_extra or {}
-        if isinstance(extra.get("invalid_tool_calls"), list):
-            self._invalid = extra["invalid_tool_calls"]
-        thinking = extra.get("reasoning_content") or ""
-        text = delta.content or ""
-        for call in delta.tool_calls or []:
-            entry = self._calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-            entry["id"] += call.id or ""
-            if call.function is not None:
-                entry["name"] += call.function.name or ""
-                entry["arguments"] += call.function.arguments or ""
-        self._reasoning.append(thinking)
-        self._content.append(text)
-        if not (thinking or text or delta.tool_calls):
-            return None
-        additional = {"thinking_delta": thinking} if thinking else {}
+    def chunk(self, chunk: ChatCompletionChunk) -> ChatResponse:
+        """The response after this chunk."""
+        choice = next((c for c in chunk.choices if c.index == 0), None)
+        thinking = text = ""
+        if choice is not None:
+            delta = choice.delta
+            extra = delta.model_extra or {}
+            thinking = extra.get("reasoning_content") or ""
+            text = delta.content or ""
+            for call in delta.tool_calls or []:
+                self._add_call(call)
+            if choice.finish_reason is not None:
+                self._invalid = list(extra.get("invalid_tool_calls") or [])
+                self._reports = _reports(self._invalid, extra)
+        if thinking:
+            self._reasoning.append(thinking)
+        if text:
+            self._content.append(text)
+        additional = token_counts(chunk.usage)
+        if thinking:
+            additional["thinking_delta"] = thinking
         return ChatResponse(
-            message=self._message(settled=False),
-            delta=text,
-            raw=chunk,
-            additional_kwargs=additional,
+            message=self._message(), delta=text, raw=chunk, additional_kwargs=additional
         )
 
-    def final(self) -> ChatResponse:
-        """The settled message, with usage."""
-        counts: dict[str, Any] = {}
-        if self._usage:
-            for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-                if key in self._usage:
-                    counts[key] = self._usage[key]
-        return ChatResponse(
-            message=self._message(settled=True),
-            delta="",
-            raw=self._last_raw,
-            additional_kwargs=counts,
-        )
+    def _add_call(self, call: ChoiceDeltaToolCall) -> None:
+        while len(self._calls) <= call.index:
+            self._calls.append(
+                ChoiceDeltaToolCall(
+                    index=len(self._calls),
+                    id="",
+                    type="function",
+                    function=ChoiceDeltaToolCallFunction(name="", arguments=""),
+                )
+            )
+        target = self._calls[call.index]
+        target.id = (target.id or "") + (call.id or "")
+        if call.function is not None and target.function is not None:
+            target.function.name = (target.function.name or "") + (call.function.name or "")
+            target.function.arguments = (target.function.arguments or "") + (
+                call.function.arguments or ""
+            )
 
-    def _message(self, *, settled: bool) -> ChatMessage:
+    def _message(self) -> ChatMessage:
         blocks: list[Any] = []
         reasoning = "".join(self._reasoning)
         if reasoning:
             blocks.append(ThinkingBlock(content=reasoning))
         blocks.append(TextBlock(text="".join(self._content)))
-        errors = {item["id"]: item for item in self._invalid} if settled else {}
-        openai_calls = []
-        for call in self._calls.values():
-            invalid = errors.pop(call["id"], None)
-            arguments: dict[str, Any] | str = call["arguments"]
-            if invalid is not None:
-                arguments = invalid.get("arguments") or call["arguments"]
-            elif settled:
-                arguments = json.loads(call["arguments"] or "{}")
+        invalid = {item["id"]: item for item in self._invalid}
+        for call in self._calls:
+            assert call.function is not None
+            item = invalid.pop(call.id or "", None)
             blocks.append(
-                ToolCallBlock(
-                    tool_call_id=call["id"], tool_name=call["name"], tool_kwargs=arguments
+                _invalid_block(item)
+                if item is not None
+                else ToolCallBlock(
+                    tool_call_id=call.id,
+                    tool_name=call.function.name or "",
+                    tool_kwargs=call.function.arguments or "",
                 )
             )
-            openai_calls.append(_openai_call(call["id"], call["name"], call["arguments"]))
-        for invalid in errors.values():  # invalid calls that never had a name to stream
-            blocks.append(
-                ToolCallBlock(
-                    tool_call_id=invalid["id"],
-                    tool_name=invalid.get("name") or "",
-                    tool_kwargs=invalid.get("arguments") or "",
-                )
-            )
-            openai_calls.append(
-                _openai_call(
-                    invalid["id"], invalid.get("name") or "", invalid.get("arguments") or ""
-                )
-            )
-        additional: dict[str, Any] = {}
-        if openai_calls:
-            additional["tool_calls"] = openai_calls
-        if settled and self._invalid:
-            additional["tool_call_errors"] = {item["id"]: item["error"] for item in self._invalid}
+        blocks += [_invalid_block(item) for item in invalid.values()]  # never streamed
+        additional: dict[str, Any] = {"tool_calls": list(self._calls)} if self._calls else {}
+        additional.update(self._reports)
         return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks, additional_kwargs=additional)
-
-
-def _openai_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 # -- ChatResponse -> tool selections ---------------------------------------------------------
@@ -228,7 +309,7 @@ def tool_selections(message: ChatMessage) -> list[ToolSelection]:
             selections.append(
                 ToolSelection(
                     tool_id=call_id,
-                    tool_name=f"(invalid call to {block.tool_name or 'a tool'}: {errors[call_id]})",
+                    tool_name=invalid_tool_name(block.tool_name, errors[call_id]),
                     tool_kwargs={},
                 )
             )
@@ -241,6 +322,14 @@ def tool_selections(message: ChatMessage) -> list[ToolSelection]:
             ToolSelection(tool_id=call_id, tool_name=block.tool_name, tool_kwargs=kwargs)
         )
     return selections
+
+
+def invalid_tool_name(name: str | None, error: str) -> str:
+    return f"(invalid call to {name or 'a tool'}: {error})"
+
+
+def is_invalid_selection(selection: ToolSelection) -> bool:
+    return selection.tool_name.startswith("(invalid call to ")
 
 
 def keep_one_call(message: ChatMessage) -> None:
@@ -257,5 +346,5 @@ def keep_one_call(message: ChatMessage) -> None:
         message.additional_kwargs["tool_calls"] = [
             call
             for call in message.additional_kwargs["tool_calls"]
-            if call.get("id") == keep.tool_call_id
+            if getattr(call, "id", None) == keep.tool_call_id
         ]

@@ -96,10 +96,19 @@ class LocalServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self._environment(),
             )
         self._wait_until_ready(timeout)
         return self
+
+    def _environment(self) -> dict[str, str]:
+        # Busy-waiting OpenMP threads slow generation down many times over as soon as anything
+        # else wants the CPU (a test run, an IDE); sleeping threads cost little when idle.
+        return {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
 
     def _wait_until_ready(self, timeout: float) -> None:
         assert self._process is not None

@@ -1,0 +1,106 @@
+"""Calls are checked against their tool's JSON schema: one that does not fit is invalid, with
+the schema's complaint as its reason, and the model is asked again with that reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai import OpenAI
+
+import hermes_tools
+from endpoint_helpers import QUESTION, TOOLS
+from hermes_tools import ToolDefinitionError
+from hermes_tools.schema_check import check_arguments
+from scripted_server import Reply, ScriptedServer
+from test_endpoint_repair import both_ways, same_answer
+
+FIXED = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def _call(arguments: object, name: str = "get_weather") -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        ({"city": ["Paris", "Rome"]}, "arguments.city do not fit the schema of get_weather"),
+        ({"unit": "celsius"}, "'city' is a required property"),
+        ({"city": "Paris", "unit": "kelvin"}, "'kelvin' is not one of ['celsius', 'fahrenheit']"),
+    ],
+)
+def test_arguments_that_do_not_fit_are_asked_again_with_the_schema_error(
+    server: ScriptedServer, openai_client: OpenAI, arguments: object, reason: str
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=5), FIXED])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "Paris"}]
+    assert message.invalid_tool_calls == []  # the rejected attempt leaves no trace ...
+    (repair,) = message.repairs  # ... but its text and the reason asked again
+    assert json.loads(repair["reply"].split("\n")[1])["arguments"] == arguments
+    assert reason in repair["reason"]
+    retry = server.bodies()[1]["messages"][-1]
+    assert retry["role"] == "user"
+    assert reason in retry["content"]
+
+
+def test_a_call_to_a_tool_that_does_not_exist_is_invalid_and_never_streamed(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    whole, streamed = both_ways(client, server, [Reply(_call({"q": "x"}, "web_search"), chunks=4)])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert not message.tool_calls
+    assert streamed["tool_calls"] == {}
+    (invalid,) = message.invalid_tool_calls
+    assert invalid["name"] == "web_search"
+    assert (
+        "there is no tool named 'web_search'; the tools are get_weather, get_time"
+        in (invalid["error"])
+    )
+    assert whole.choices[0].finish_reason == "stop"
+
+
+def test_a_call_that_fits_is_untouched(server: ScriptedServer, openai_client: OpenAI) -> None:
+    client = hermes_tools.wrap(openai_client)
+    server.script(_call({"city": "Paris", "unit": "celsius"}))
+    message = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
+    (call,) = message.choices[0].message.tool_calls
+    assert json.loads(call.function.arguments) == {"city": "Paris", "unit": "celsius"}
+    assert message.choices[0].message.invalid_tool_calls == []
+    assert len(server.bodies()) == 1
+
+
+def test_a_tool_whose_schema_is_not_a_json_schema_is_refused_with_the_fix() -> None:
+    broken = {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": 5}}}}
+    with pytest.raises(ToolDefinitionError, match="'parameters' is not a valid JSON schema"):
+        hermes_tools.HermesFormat().system_prompt([broken])
+
+
+def test_messages_name_the_place_and_the_problem() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "when": {
+                "type": "object",
+                "properties": {"date": {"type": "string"}},
+                "required": ["date"],
+            },
+            "people": {"type": "array", "items": {"type": "string"}},
+        },
+        "$defs": {"unused": {"type": "integer"}},
+    }
+    assert check_arguments("t", schema, {"when": {"date": "x"}, "people": ["a"]}) is None
+    nested = check_arguments("t", schema, {"when": {}})
+    assert nested == "arguments.when do not fit the schema of t: 'date' is a required property"
+    item = check_arguments("t", schema, {"people": ["a", 3]})
+    assert item == "arguments.people[1] do not fit the schema of t: 3 is not of type 'string'"
+    huge = check_arguments(
+        "t", {"type": "object", "properties": {"s": {"type": "integer"}}}, {"s": "x" * 5000}
+    )
+    assert huge is not None
+    assert len(huge) < 400

@@ -1,0 +1,281 @@
+"""The proxy under failure: clients that leave, upstreams that fail, requests that cannot work.
+
+What a client must be able to rely on: leaving cancels the work upstream; an upstream error
+comes back with its status and an OpenAI-style body; a stream that breaks ends with an error
+event, never a `[DONE]` that would pass a cut reply off as whole; a bad request gets a 400
+naming the problem, and nothing a request does stops the proxy answering the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import OpenAI
+
+from endpoint_helpers import QUESTION, TOOLS
+from scripted_server import Reply, ScriptedServer
+from serve_helpers import RunningProxy, error_of, proxy_for, sse_events, wait_for
+
+CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+LONG_ANSWER = "The weather in Paris is mild. " * 40  # 300 chunks of 4 characters
+
+
+def chat(proxy: RunningProxy, **body: Any) -> httpx.Response:
+    payload = {"model": "qwen", "messages": QUESTION, "tools": TOOLS, **body}
+    return httpx.post(proxy.base_url + "/chat/completions", json=payload, timeout=30)
+
+
+def stream_events(proxy: RunningProxy, **body: Any) -> list[str]:
+    payload = {"model": "qwen", "messages": QUESTION, "tools": TOOLS, "stream": True, **body}
+    url = proxy.base_url + "/chat/completions"
+    with httpx.stream("POST", url, json=payload, timeout=30) as response:
+        assert response.status_code == 200
+        return sse_events(response.iter_lines())
+
+
+# -- a client that leaves ------------------------------------------------------------------------
+
+
+def test_a_client_that_leaves_a_stream_cancels_the_upstream(
+    server: ScriptedServer, proxy: RunningProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="hermes_tools.serve")
+    server.script(Reply(LONG_ANSWER, chunks=4, interval=0.05))  # 15 s if read to the end
+    started = time.monotonic()
+    url = proxy.base_url + "/chat/completions"
+    body = {"model": "qwen", "messages": QUESTION, "tools": TOOLS, "stream": True}
+    with httpx.stream("POST", url, json=body) as response:
+        lines = response.iter_lines()
+        received = [line for line, _ in zip(lines, range(6), strict=False)]
+    assert any(line.startswith("data: {") for line in received)
+    (upstream,) = server.requests
+    assert wait_for(lambda: upstream.disconnected)
+    assert time.monotonic() - started < 5
+    assert wait_for(lambda: "client_disconnected=true" in caplog.text)
+
+
+def test_a_client_that_gives_up_on_a_whole_answer_cancels_the_upstream(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(Reply(CALL, delay=20))
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0, timeout=0.5)
+    with pytest.raises(openai.APITimeoutError):
+        client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+    (upstream,) = server.requests
+    assert wait_for(lambda: upstream.disconnected)
+
+
+# -- upstream errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_500_comes_back_as_it_was(
+    server: ScriptedServer, proxy: RunningProxy, stream: bool
+) -> None:
+    server.script(Reply("the model crashed", status=500))
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    with pytest.raises(openai.InternalServerError) as raised:
+        client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS, stream=stream)
+    assert raised.value.status_code == 500
+    assert raised.value.body == {"message": "the model crashed", "type": "server_error"}
+    assert len(server.requests) == 1  # the proxy does not retry behind the client's back
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_429_keeps_its_retry_headers_and_the_client_retries(
+    server: ScriptedServer, proxy: RunningProxy, stream: bool
+) -> None:
+    limited = Reply("slow down", status=429, headers={"retry-after-ms": "10"})
+    server.script(limited)
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    with pytest.raises(openai.RateLimitError) as raised:
+        client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS, stream=stream)
+    assert raised.value.response.headers["retry-after-ms"] == "10"
+    assert raised.value.body == {"message": "slow down", "type": "rate_limit_exceeded"}
+
+    server.script(limited, Reply(CALL))
+    retrying = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=1)
+    result = retrying.chat.completions.create(
+        model="qwen", messages=QUESTION, tools=TOOLS, stream=stream
+    )
+    chunks = list(result) if stream else None
+    if chunks is None:
+        assert result.choices[0].message.tool_calls[0].function.name == "get_weather"  # type: ignore[union-attr]
+    else:
+        assert any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_unreachable_upstream_is_a_502(stream: bool) -> None:
+    proxy = RunningProxy(proxy_for("http://127.0.0.1:9/v1")).start()
+    try:
+        response = chat(proxy, stream=stream)
+        models = httpx.get(proxy.base_url + "/models")
+    finally:
+        proxy.stop()
+    assert response.status_code == 502
+    error = error_of(response)
+    assert error["code"] == "upstream_unreachable"
+    assert models.status_code == 502
+    assert error_of(models)["code"] == "upstream_unreachable"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_that_does_not_answer_in_time_is_a_504(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy], stream: bool
+) -> None:
+    server.script(Reply(CALL, delay=5))
+    proxy = start_proxy(timeout=0.5)
+    started = time.monotonic()
+    response = chat(proxy, stream=stream)
+    assert response.status_code == 504
+    assert error_of(response)["code"] == "upstream_timeout"
+    assert time.monotonic() - started < 4
+
+
+def test_an_upstream_that_stalls_mid_stream_ends_it_with_an_error_event(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
+) -> None:
+    server.script(Reply(CALL, chunks=4, interval=3))
+    proxy = start_proxy(timeout=0.5)
+    events = stream_events(proxy)
+    assert "[DONE]" not in events
+    error = json.loads(events[-1])["error"]
+    assert error["code"] == "upstream_timeout"
+    assert "incomplete" in error["message"]
+
+
+def test_a_cut_upstream_stream_ends_with_an_error_event_not_done(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(Reply(LONG_ANSWER + CALL, chunks=4, cut_after=20))
+    events = stream_events(proxy)
+    assert "[DONE]" not in events
+    *chunks, last = (json.loads(event) for event in events)
+    assert last["error"]["code"] == "upstream_cut"
+    assert last["error"]["message"] == (
+        "The upstream closed the connection before the reply was finished."
+    )
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text
+    assert LONG_ANSWER.startswith(text)
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (Reply(CALL, chunks=4, cut_after=6), "closed the connection"),
+        (Reply(CALL, chunks=4, end_early_after=5), "ended before the reply was finished"),
+    ],
+)
+def test_the_sdk_raises_on_a_broken_stream(
+    server: ScriptedServer, proxy: RunningProxy, reply: Reply, message: str
+) -> None:
+    server.script(reply)
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    stream = client.chat.completions.create(
+        model="qwen", messages=QUESTION, tools=TOOLS, stream=True
+    )
+    received = []
+    with pytest.raises(openai.APIError, match=message):
+        received.extend(stream)
+    assert all(c.choices[0].finish_reason is None for c in received if c.choices)
+
+
+# -- requests that cannot work -------------------------------------------------------------------
+
+GOOD: dict[str, Any] = {"model": "qwen", "messages": QUESTION, "tools": TOOLS}
+WEATHER = TOOLS[0]["function"]
+
+
+def good(**changes: Any) -> bytes:
+    body = {**GOOD, **changes}
+    return json.dumps({k: v for k, v in body.items() if v is not ...}).encode()
+
+
+BAD_REQUESTS = [
+    (b'{"model": "qwen", "messages": [', None, "not valid JSON"),
+    (b"\xff\xfe not text", None, "not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, None, "nested too deeply"),
+    (b'["a list"]', None, "must be a JSON object, not an array"),
+    (good(model=...), "model", "you must provide a model parameter"),
+    (good(model=7), "model", "'model' must be a non-empty string, not a number"),
+    (good(messages=...), "messages", "you must provide a messages parameter"),
+    (good(messages="Hi"), "messages", "'messages' must be an array, not a string"),
+    (good(messages=[]), "messages", "at least one message"),
+    (good(messages=["Hi"]), "messages[0]", "'messages[0]' must be an object"),
+    (good(messages=[{"content": "Hi"}]), "messages[0].role", "needs a 'role' string"),
+    (good(stream="yes"), "stream", "'stream' must be a boolean, not a string"),
+    (good(temperature="hot"), "temperature", "'temperature' must be a number"),
+    (good(n=0), "n", "'n' must be at least 1"),
+    (good(max_tokens=1.5), "max_tokens", "'max_tokens' must be an integer"),
+    (good(stop=[1]), "stop", "'stop' must be a string or an array of strings"),
+    (good(parallel_tool_calls="no"), "parallel_tool_calls", "must be a boolean"),
+    (good(tools={"type": "function"}), "tools", "'tools' must be an array, not an object"),
+    (good(tools=["get_weather"]), "tools[0]", "A tool must be a dict"),
+    (good(tools=[{"type": "function", "function": {}}]), "tools[0]", "Tool name None"),
+    (
+        good(tools=[{"type": "function", "function": {**WEATHER, "parameters": []}}]),
+        "tools[0]",
+        "'parameters' must be a JSON schema object",
+    ),
+    (
+        good(
+            tools=[
+                {
+                    "type": "function",
+                    "function": {
+                        **WEATHER,
+                        "parameters": {"type": "object", "properties": {"city": {"type": "txt"}}},
+                    },
+                }
+            ]
+        ),
+        "tools[0].function.parameters",
+        "Invalid schema for function 'get_weather': 'txt' is not valid",
+    ),
+    (good(tool_choice=5), "tool_choice", "must be a string or an object"),
+    (good(tool_choice="get_time_in_mars"), None, "tool_choice names 'get_time_in_mars'"),
+    (
+        good(messages=[*QUESTION, {"role": "assistant", "tool_calls": [{"id": "1"}]}]),
+        None,
+        "An assistant tool call must look like",
+    ),
+    (good(messages=[{"role": "robot", "content": "Hi"}]), None, "has role 'robot'"),
+]
+
+
+def test_bad_requests_get_a_400_naming_the_problem(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    url = proxy.base_url + "/chat/completions"
+    for body, param, message in BAD_REQUESTS:
+        response = httpx.post(url, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400, (body[:80], response.text)
+        error = error_of(response)
+        assert error["type"] == "invalid_request_error"
+        assert message in error["message"], (message, error)
+        assert error["param"] == param, (param, error)
+    assert server.requests == []  # nothing reached the model
+    server.script(CALL)  # and the proxy still answers
+    assert chat(proxy).json()["choices"][0]["message"]["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}',
+    }
+
+
+def test_the_sdk_reads_a_400_as_bad_request(proxy: RunningProxy) -> None:
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    broken = {"type": "function", "function": {"name": "f", "parameters": {"type": "strnig"}}}
+    with pytest.raises(openai.BadRequestError, match="Invalid schema for function 'f'") as raised:
+        client.chat.completions.create(model="qwen", messages=QUESTION, tools=[broken])
+    assert raised.value.param == "tools[0].function.parameters"
+    assert raised.value.code == "invalid_function_parameters"

@@ -1,0 +1,232 @@
+"""The proxy as an operator runs it: pass-through, keys, per-model formats, logs, workers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Callable
+
+import httpx
+import openai
+import pytest
+from openai import AsyncOpenAI, OpenAI
+
+from endpoint_helpers import QUESTION, TOOLS
+from scripted_server import Reply, ScriptedServer
+from serve_helpers import RunningProxy, ServeProcess, error_of, wait_for
+
+CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+
+# -- everything else passes through --------------------------------------------------------------
+
+
+def test_models_and_other_paths_pass_through_unchanged(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    models = httpx.get(proxy.base_url + "/models?limit=5", headers={"x-trace": "abc"})
+    assert models.status_code == 200
+    assert models.json() == {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+    embedding = {"model": "embed", "input": ["a", "b"]}
+    missing = httpx.post(proxy.base_url + "/embeddings", json=embedding)
+    assert missing.status_code == 404  # the upstream's answer, as it gave it
+    assert error_of(missing)["message"] == "not found"
+    outside = httpx.get(proxy.url + "/metrics")
+    assert outside.status_code == 404
+    paths = [request.path for request in server.requests]
+    assert paths == ["/v1/models?limit=5", "/v1/embeddings", "/metrics"]  # query kept
+    assert server.requests[0].headers["x-trace"] == "abc"
+    assert server.requests[1].body == embedding
+
+
+def test_health(proxy: RunningProxy) -> None:
+    response = httpx.get(proxy.url + "/health")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+# -- keys ----------------------------------------------------------------------------------------
+
+
+def test_by_default_the_clients_authorization_goes_upstream_untouched(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(CALL, "no tools here")
+    client = OpenAI(base_url=proxy.base_url, api_key="client-key-1", max_retries=0)
+    client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+    client.chat.completions.create(model="qwen", messages=QUESTION)
+    client.models.list()
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer client-key-1"] * 3
+    httpx.post(proxy.base_url + "/chat/completions", json={"model": "m", "messages": QUESTION})
+    assert "authorization" not in server.requests[-1].headers  # none sent, none invented
+
+
+def test_a_proxy_key_is_required_and_never_sent_upstream(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
+) -> None:
+    proxy = start_proxy(api_key="proxy-secret")
+    client = OpenAI(base_url=proxy.base_url, api_key="wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as raised:
+        client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+    assert raised.value.code == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        client.models.list()
+    keyless = httpx.post(proxy.base_url + "/chat/completions", json={"model": "m"})
+    assert keyless.status_code == 401
+    assert error_of(keyless)["code"] == "invalid_api_key"
+    assert server.requests == []
+    assert httpx.get(proxy.url + "/health").status_code == 200
+
+    server.script(CALL)
+    client = OpenAI(base_url=proxy.base_url, api_key="proxy-secret", max_retries=0)
+    client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+    client.models.list()
+    assert ["authorization" in r.headers for r in server.requests] == [False, False]
+
+
+def test_a_configured_upstream_key_replaces_the_clients(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
+) -> None:
+    server.script(CALL, CALL)
+    for settings in ({"upstream_api_key": "up"}, {"api_key": "mine", "upstream_api_key": "up"}):
+        proxy = start_proxy(**settings)
+        client = OpenAI(base_url=proxy.base_url, api_key=settings.get("api_key", "theirs"))
+        client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+        client.models.list()
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer up"] * 4
+
+
+# -- format options per model --------------------------------------------------------------------
+
+
+def test_model_rules_choose_the_format(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
+) -> None:
+    proxy = start_proxy(
+        models=[
+            {"match": "*-r1-*", "think_open": True, "parse_without_tools": True},
+            {"match": "qwen3-coder*", "syntax": "qwen3_coder"},
+        ]
+    )
+    thought = "The user wants Paris.\n</think>\n"
+    server.script(
+        thought + CALL,
+        thought + "It is sunny.",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "</function>\n</tool_call>",
+        CALL,
+    )
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    r1 = "DeepSeek-R1-Distill-Qwen-7B"
+    with_tools = client.chat.completions.create(model=r1, messages=QUESTION, tools=TOOLS)
+    plain = client.chat.completions.create(model=r1, messages=QUESTION)
+    coder = client.chat.completions.create(model="Qwen3-Coder-30B", messages=QUESTION, tools=TOOLS)
+    other = client.chat.completions.create(model="qwen2.5", messages=QUESTION, tools=TOOLS)
+
+    for completion in (with_tools, plain):
+        assert completion.choices[0].message.model_extra["reasoning_content"] == (
+            "The user wants Paris."
+        )
+    assert with_tools.choices[0].message.tool_calls[0].function.name == "get_weather"  # type: ignore[index]
+    assert plain.choices[0].message.content == "It is sunny."
+    for completion in (coder, other):
+        (call,) = completion.choices[0].message.tool_calls or []
+        assert json.loads(call.function.arguments) == {"city": "Paris"}
+    prompts = [body["messages"][0]["content"] for body in server.bodies()]
+    assert "<function=" in prompts[2]
+    assert "<function=" not in prompts[3]
+    assert '{"name": "function_name"' in prompts[3]
+
+
+# -- the log ---------------------------------------------------------------------------------------
+
+
+def test_one_log_line_per_request_without_keys_or_content(
+    server: ScriptedServer, proxy: RunningProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="hermes_tools.serve")
+    server.script(
+        Reply(
+            "Confidential reasoning. "
+            '<tool_call>{"name": "get_weather", "arguments": {"city": }}</tool_call>'
+        ),
+        Reply("Confidential answer. " + CALL, chunks=3),
+    )
+    secret_question = [{"role": "user", "content": "My secret plan needs Paris weather."}]
+    client = OpenAI(base_url=proxy.base_url, api_key="sk-very-secret", max_retries=0)
+    stream = client.chat.completions.create(
+        model="qwen", messages=secret_question, tools=TOOLS, stream=True
+    )
+    list(stream)
+    client.models.list()
+
+    def lines() -> list[str]:  # each is written once its answer has gone out
+        return [r.getMessage() for r in caplog.records if r.name == "hermes_tools.serve"]
+
+    assert wait_for(lambda: len(lines()) == 2)
+    chat, models = lines()
+    assert re.fullmatch(
+        r'POST /v1/chat/completions model="qwen" stream=true tools=2 calls=1 invalid=0 '
+        r"repairs=1 status=200 ms=\d+",
+        chat,
+    ), chat
+    assert re.fullmatch(r"GET /v1/models status=200 ms=\d+", models), models
+    everything = caplog.text
+    for secret in ("sk-very-secret", "secret plan", "Confidential", "Paris"):
+        assert secret not in everything
+
+
+# -- the command, with workers -------------------------------------------------------------------
+
+
+def test_the_serve_command_runs_stateless_workers(server: ScriptedServer, tmp_path: object) -> None:
+    config = tmp_path / "serve.toml"  # type: ignore[operator]
+    config.write_text(
+        f'upstream = "{server.base_url}"\n\n[[models]]\nmatch = "*r1*"\nthink_open = true\n'
+    )
+    count = 24
+    for i in range(count):
+        server.script(
+            Reply(
+                f"Request {i} needs a call.</think>Answer {i}."
+                f'<tool_call>{{"name": "get_weather", "arguments": {{"city": "city-{i}"}}}}'
+                "</tool_call>",
+                chunks=1 + i % 5,
+                match=f"number {i}.",
+            )
+        )
+    serve = ServeProcess("--config", str(config), "--workers", "2", "--api-key", "proxy-key")
+    try:
+        serve.wait_until_healthy(workers=2)
+
+        async def ask(client: AsyncOpenAI, i: int) -> tuple[str, str, str]:
+            stream = await client.chat.completions.create(
+                model="deepseek-r1",
+                messages=[{"role": "user", "content": f"This is request number {i}."}],
+                tools=TOOLS,
+                stream=True,
+            )
+            content, reasoning, arguments = "", "", ""
+            async for chunk in stream:
+                for choice in chunk.choices:
+                    content += choice.delta.content or ""
+                    reasoning += (choice.delta.model_extra or {}).get("reasoning_content", "")
+                    for call in choice.delta.tool_calls or []:
+                        arguments += call.function.arguments or "" if call.function else ""
+            return content, reasoning, arguments
+
+        async def ask_all() -> list[tuple[str, str, str]]:
+            async with AsyncOpenAI(base_url=serve.url + "/v1", api_key="proxy-key") as client:
+                return await asyncio.gather(*(ask(client, i) for i in range(count)))
+
+        answers = asyncio.run(ask_all())
+    finally:
+        output = serve.stop()
+    for i, (content, reasoning, arguments) in enumerate(answers):
+        assert content == f"Answer {i}."
+        assert reasoning == f"Request {i} needs a call."
+        assert json.loads(arguments) == {"city": f"city-{i}"}
+    assert len(set(re.findall(r"Started server process \[(\d+)\]", output))) == 2
+    assert output.count("POST /v1/chat/completions") == count
+    assert "proxy-key" not in output

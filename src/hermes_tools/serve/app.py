@@ -1,0 +1,653 @@
+"""The proxy as an ASGI application: `/v1/chat/completions` through `wrap()`, the rest passed on.
+
+Stack, and why:
+- Starlette for routing, requests and the app's lifespan: small, typed, maintained by Encode
+  (it is the core FastAPI is built on), and it stays out of the way of the two hand-written
+  handlers below, which need the raw ASGI `receive` to notice a client going away.
+- uvicorn (see `command`) as the server: the most used ASGI server, with `--workers` running
+  several processes on one socket.
+- Upstream: the `openai` SDK's `AsyncOpenAI` behind `wrap()`, so a proxied request takes
+  exactly the path a Python user's does; httpx streams everything else through unchanged.
+
+Each worker is stateless: a request needs nothing but itself, so workers and replicas can be
+added behind any load balancer. Per worker there is one upstream connection pool.
+
+Failures: a request the proxy cannot use gets a 400 naming the problem; an upstream error comes
+back with its status and an OpenAI-style body; a stream that breaks after it started ends with
+an error event and no `[DONE]`; a client that disconnects cancels the upstream request. Nothing
+a request does takes a worker down. One log line per request: model, tools, calls made,
+repairs, latency; never keys, prompts or replies.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import inspect
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+import openai
+from openai import AsyncOpenAI, Omit
+from openai.resources.chat.completions import AsyncCompletions
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from hermes_tools.client import AsyncHermesOpenAI, IncompleteStreamError, wrap
+from hermes_tools.errors import HermesToolsError
+from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
+from hermes_tools.serve.validation import RequestRejected, check_chat_request, parse_body
+
+log = logging.getLogger("hermes_tools.serve")
+
+# Keyword arguments of `chat.completions.create` that are SDK options, not body fields: a body
+# field of that name goes upstream in `extra_body` like any other field the SDK does not name.
+_SDK_OPTIONS = {"self", "extra_headers", "extra_query", "extra_body", "timeout"}
+_CREATE_PARAMETERS = frozenset(inspect.signature(AsyncCompletions.create).parameters) - _SDK_OPTIONS
+# Request headers that belong to the connection, the body or the client's SDK, not the request.
+_NOT_FORWARDED = {
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "content-type",
+    "accept",
+    "accept-encoding",
+    "user-agent",
+    "authorization",
+}
+# Response headers passed back with an upstream error or a passed-through answer are all but
+# these (httpx hands over the raw bytes, so content-encoding stays true).
+_NOT_RETURNED = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "upgrade",
+    "trailer",
+    "date",
+    "server",
+}
+_ERROR_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),  # nginx in front: do not buffer the stream
+]
+
+
+# -- one request's record, for the log line ---------------------------------------------------
+
+
+@dataclass
+class Exchange:
+    """What the log line says about one request; never its content."""
+
+    method: str
+    path: str
+    started: float = field(default_factory=time.perf_counter)
+    chat: bool = False
+    model: str | None = None
+    stream: bool = False
+    tools: int = 0
+    call_ids: set[str] = field(default_factory=set)
+    invalid_ids: set[str] = field(default_factory=set)
+    upstream_requests: int = 0
+    status: int = 0
+    error: str | None = None
+    client_gone: bool = False
+
+    def line(self) -> str:
+        elapsed = (time.perf_counter() - self.started) * 1000
+        if not self.chat:
+            parts = [f"{self.method} {self.path}", f"status={self.status}"]
+        else:
+            parts = [
+                f"{self.method} {self.path}",
+                f"model={json.dumps(self.model) if self.model is not None else '-'}",
+                f"stream={str(self.stream).lower()}",
+                f"tools={self.tools}",
+                f"calls={len(self.call_ids - self.invalid_ids)}",
+                f"invalid={len(self.invalid_ids)}",
+                f"repairs={max(0, self.upstream_requests - 1)}",
+                f"status={self.status}",
+            ]
+        if self.error:
+            parts.append(f"error={self.error}")
+        if self.client_gone:
+            parts.append("client_disconnected=true")
+        parts.append(f"ms={elapsed:.0f}")
+        return " ".join(parts)
+
+    def count_chunk(self, chunk: ChatCompletionChunk) -> None:
+        for choice in chunk.choices:
+            self.call_ids.update(call.id for call in choice.delta.tool_calls or [] if call.id)
+            self._count_invalid(choice.index, choice.delta)
+
+    def count_completion(self, completion: ChatCompletion) -> None:
+        for choice in completion.choices:
+            self.call_ids.update(call.id for call in choice.message.tool_calls or [])
+            self._count_invalid(choice.index, choice.message)
+
+    def _count_invalid(self, index: int, part: Any) -> None:
+        """Invalid calls (the endpoint layer's `invalid_tool_calls`); those sent among
+        `tool_calls` as well are not counted as calls."""
+        for number, call in enumerate(getattr(part, "invalid_tool_calls", None) or []):
+            call_id = call.get("id") if isinstance(call, dict) else None
+            self.invalid_ids.add(call_id or f"{index}:{number}")
+
+
+_EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
+    "hermes_tools_serve_exchange", default=None
+)
+
+
+async def _count_upstream_request(request: Any) -> None:
+    """httpx event hook: each upstream chat request of a proxied one (2 = one repair)."""
+    exchange = _EXCHANGE.get()
+    if exchange is not None and request.url.path.endswith("/chat/completions"):
+        exchange.upstream_requests += 1
+
+
+# -- the application ----------------------------------------------------------------------------
+
+
+class Upstream:
+    """One worker's connections to the upstream, built inside its event loop."""
+
+    def __init__(self, settings: ServeSettings) -> None:
+        self.settings = settings
+        self.raw = AsyncOpenAI(
+            base_url=settings.upstream_base,
+            api_key=settings.upstream_api_key or "no-key",  # replaced per request, see below
+            max_retries=0,  # the client retries by its own policy; the proxy relays statuses
+            timeout=settings.timeout,
+            http_client=openai.DefaultAsyncHttpxClient(
+                timeout=settings.timeout,
+                event_hooks={"request": [_count_upstream_request]},
+            ),
+        )
+        self.clients: list[AsyncHermesOpenAI] = [
+            wrap(
+                self.raw,
+                options.format,
+                repair_attempts=options.repair_attempts,
+                parse_without_tools=options.parse_without_tools,
+            )
+            for options in settings.endpoints
+        ]
+        self.http = httpx.AsyncClient(timeout=settings.timeout, follow_redirects=False)
+
+    def client_for(self, model: str) -> AsyncHermesOpenAI:
+        return self.clients[self.settings.endpoint_for(model)]
+
+    def url_for(self, path: str) -> str:
+        """`/v1/X` is `X` under the upstream URL; any other path is that path on its host."""
+        base = self.settings.upstream_base
+        if path == "/v1" or path.startswith("/v1/"):
+            return base + path[3:]
+        scheme, _, rest = base.partition("://")
+        return f"{scheme}://{rest.split('/', 1)[0]}{path}"
+
+    def authorization(self, headers: dict[str, str]) -> str | None:
+        """The Authorization the upstream gets: the configured upstream key; none when the proxy
+        has its own key (that key is not the upstream's); else the client's, untouched."""
+        if self.settings.upstream_api_key:
+            return f"Bearer {self.settings.upstream_api_key}"
+        if self.settings.api_key:
+            return None
+        return headers.get("authorization")
+
+    async def aclose(self) -> None:
+        await self.raw.close()
+        await self.http.aclose()
+
+
+def create_app(settings: ServeSettings) -> Starlette:
+    """The proxy for one set of settings."""
+    state: dict[str, Upstream] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state["upstream"] = Upstream(settings)
+        try:
+            yield
+        finally:
+            await state.pop("upstream").aclose()
+
+    def upstream() -> Upstream:
+        return state["upstream"]
+
+    return Starlette(
+        routes=[
+            Route("/health", _health, methods=["GET", "HEAD"]),
+            Route("/v1/chat/completions", ChatCompletions(settings, upstream), methods=["POST"]),
+            Route("/{path:path}", PassThrough(settings, upstream)),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def app_from_environment() -> Starlette:
+    """uvicorn's factory in each worker: the settings come as JSON in the environment."""
+    return create_app(ServeSettings.from_json(os.environ[SETTINGS_VARIABLE]))
+
+
+async def _health(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+# -- shared pieces of the two handlers ----------------------------------------------------------
+
+
+def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> bytes:
+    return json.dumps(
+        {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    ).encode()
+
+
+class UpstreamCut(Exception):
+    """A passed-through answer broke off: the client's connection is dropped too."""
+
+
+class _Handler:
+    """An ASGI endpoint that logs one line per request and answers even when it fails."""
+
+    def __init__(self, settings: ServeSettings, upstream: Callable[[], Upstream]) -> None:
+        self.settings = settings
+        self.upstream = upstream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        exchange = Exchange(scope["method"], scope["path"])
+        token = _EXCHANGE.set(exchange)
+        responder = _Responder(send, exchange)
+        try:
+            request = Request(scope, receive)
+            if not self._authorized(request):
+                await responder.error(
+                    401,
+                    "Incorrect API key provided.",
+                    "invalid_request_error",
+                    code="invalid_api_key",
+                )
+                return
+            await self.handle(request, receive, responder)
+        except UpstreamCut:
+            raise  # uvicorn drops the connection
+        except Exception:
+            log.exception("internal error answering %s %s", scope["method"], scope["path"])
+            exchange.error = "internal"
+            if not responder.started:
+                await responder.error(500, "The proxy failed to answer.", "server_error")
+            else:
+                await responder.finish()
+        finally:
+            _EXCHANGE.reset(token)
+            log.info(exchange.line())
+
+    def _authorized(self, request: Request) -> bool:
+        key = self.settings.api_key
+        if not key:
+            return True
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            token.strip().encode(), key.encode()
+        )
+
+    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+        raise NotImplementedError
+
+    def forwarded_headers(self, request: Request) -> dict[str, str]:
+        return {
+            key: value
+            for key, value in request.headers.items()
+            if key not in _NOT_FORWARDED and not key.startswith("x-stainless-")
+        }
+
+
+class _Responder:
+    """Sends one response, remembering how far it got."""
+
+    def __init__(self, send: Send, exchange: Exchange) -> None:
+        self._send = send
+        self.exchange = exchange
+        self.started = False
+        self.finished = False
+
+    async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.started = True
+        self.exchange.status = status
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def body(self, data: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def finish(self, data: bytes = b"") -> None:
+        if not self.finished:
+            self.finished = True
+            await self._send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def whole(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        await self.start(
+            status,
+            [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        )
+        await self.finish(body)
+
+    async def error(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        param: str | None = None,
+        code: str | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        self.exchange.error = self.exchange.error or code or kind
+        await self.whole(status, error_body(message, kind, param, code), headers)
+
+
+async def _until_disconnected(receive: Receive) -> None:
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def cancel_on_disconnect(
+    receive: Receive, responder: _Responder, work: Callable[[], Awaitable[None]]
+) -> None:
+    """Run `work`; if the client goes away first, cancel it (and so its upstream request)."""
+    failed: list[Exception] = []
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            await _until_disconnected(receive)
+            if not responder.finished:  # not just the end of a whole answer
+                responder.exchange.client_gone = True
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        try:
+            await work()
+        except Exception as exc:
+            failed.append(exc)  # raised below as itself, not in an exception group
+        finally:
+            group.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+
+
+# -- /v1/chat/completions -----------------------------------------------------------------------
+
+
+class ChatCompletions(_Handler):
+    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+        exchange = responder.exchange
+        exchange.chat = True
+        try:
+            body = parse_body(await request.body())
+            if isinstance(body.get("model"), str):
+                exchange.model = body["model"]
+            check_chat_request(body)
+        except RequestRejected as rejected:
+            await responder.error(
+                400, rejected.message, "invalid_request_error", rejected.param, rejected.code
+            )
+            return
+        exchange.stream = body.get("stream") is True
+        exchange.tools = len(body.get("tools") or [])
+        client = self.upstream().client_for(body["model"])
+        kwargs = self._create_arguments(body, request)
+
+        async def work() -> None:
+            await self._answer(client, kwargs, responder)
+
+        await cancel_on_disconnect(receive, responder, work)
+
+    def _create_arguments(self, body: dict[str, Any], request: Request) -> dict[str, Any]:
+        kwargs = {key: value for key, value in body.items() if key in _CREATE_PARAMETERS}
+        extra = {key: value for key, value in body.items() if key not in _CREATE_PARAMETERS}
+        if extra:
+            kwargs["extra_body"] = extra
+        headers: dict[str, str | Omit] = dict(self.forwarded_headers(request))
+        headers["Authorization"] = self.upstream().authorization(dict(request.headers)) or Omit()
+        kwargs["extra_headers"] = headers
+        if request.url.query:
+            kwargs["extra_query"] = dict(request.query_params)
+        return kwargs
+
+    async def _answer(
+        self, client: AsyncHermesOpenAI, kwargs: dict[str, Any], responder: _Responder
+    ) -> None:
+        try:
+            result = await client.chat.completions.create(**kwargs)
+        except Exception as exc:
+            await _relay_failure(exc, responder, self.settings)
+            return
+        if isinstance(result, ChatCompletion):
+            responder.exchange.count_completion(result)
+            await responder.whole(200, result.model_dump_json(exclude_unset=True).encode())
+            return
+        await self._stream(result, responder)
+
+    async def _stream(self, stream: Any, responder: _Responder) -> None:
+        exchange = responder.exchange
+        await responder.start(200, SSE_HEADERS)
+        try:
+            async for chunk in stream:
+                exchange.count_chunk(chunk)
+                data = chunk.model_dump_json(exclude_unset=True)
+                await responder.body(b"data: " + data.encode() + b"\n\n")
+        except Exception as exc:
+            body, exchange.error = _stream_failure(exc, self.settings)
+            await responder.finish(b"data: " + body + b"\n\n")
+        else:
+            await responder.finish(b"data: [DONE]\n\n")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stream.close()
+
+
+async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeSettings) -> None:
+    """An error before any of the answer was sent, as an HTTP status and OpenAI-style body."""
+    if isinstance(exc, openai.APIStatusError):
+        response = exc.response
+        headers = [
+            (name.encode(), value.encode())
+            for name, value in response.headers.items()
+            if name.lower() in _ERROR_HEADERS or name.lower().startswith("x-ratelimit-")
+        ]
+        body = response.content
+        responder.exchange.error = f"upstream_{exc.status_code}"
+        if not _is_openai_error(body):
+            text = body.decode("utf-8", "replace").strip()[:1000]
+            body = error_body(
+                text or f"The upstream answered {exc.status_code}.",
+                "upstream_error",
+                code=str(exc.status_code),
+            )
+        await responder.whole(exc.status_code, body, headers)
+    elif isinstance(exc, openai.APITimeoutError):
+        await responder.error(
+            504,
+            f"The upstream did not answer within {settings.timeout:g} seconds.",
+            "upstream_error",
+            code="upstream_timeout",
+        )
+    elif isinstance(exc, openai.APIConnectionError):
+        await responder.error(
+            502,
+            f"The upstream could not be reached ({_cause(exc)}).",
+            "upstream_error",
+            code="upstream_unreachable",
+        )
+    elif isinstance(exc, openai.APIError):
+        await responder.error(
+            502,
+            f"The upstream's answer could not be read: {exc.message}",
+            "upstream_error",
+            code="upstream_bad_answer",
+        )
+    elif isinstance(exc, HermesToolsError):
+        # The endpoint layer cannot render this request: the caller's mistake.
+        await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
+    else:
+        raise exc
+
+
+def _stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]:
+    """The error event that ends a stream which broke after it started, and its log code."""
+    if isinstance(exc, IncompleteStreamError):
+        code, message = "upstream_incomplete", str(exc)
+    elif _is_timeout(exc):
+        code = "upstream_timeout"
+        message = (
+            f"The upstream sent nothing for {settings.timeout:g} seconds; the reply is incomplete."
+        )
+    elif isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
+        # An error event the upstream itself sent mid-stream.
+        error = exc.body if isinstance(exc.body, dict) else {"message": exc.message}
+        data = {"error": {"type": "upstream_error", "param": None, "code": None, **error}}
+        return json.dumps(data).encode(), "upstream_error_event"
+    elif _is_connection_error(exc):
+        code = "upstream_cut"
+        message = "The upstream closed the connection before the reply was finished."
+    else:
+        log.error("stream failed: %s", type(exc).__name__, exc_info=exc)
+        code, message = "internal", "The proxy failed while streaming the reply."
+    return error_body(message, "upstream_error", code=code), code
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    # openai 1.x/2.x raise their httpx's errors while streaming, openai 3.x its own.
+    return isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)) or any(
+        type(error).__name__ in ("ReadTimeout", "TimeoutException") for error in _chain(exc)
+    )
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
+        return True
+    # openai 1.x/2.x raise their httpx's errors, openai 3.x its httpx2's, while streaming.
+    return any(
+        type(error).__name__ in ("RemoteProtocolError", "ReadError", "NetworkError")
+        for error in _chain(exc)
+    )
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _cause(exc: BaseException) -> str:
+    for error in _chain(exc)[1:]:
+        text = str(error)
+        if text:
+            return text
+    return type(exc).__name__
+
+
+def _is_openai_error(body: bytes) -> bool:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("error"), dict)
+
+
+# -- everything else ----------------------------------------------------------------------------
+
+
+class PassThrough(_Handler):
+    """Any other request goes to the upstream as it came, and its answer comes back as sent."""
+
+    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+        upstream = self.upstream()
+        headers = self.forwarded_headers(request)
+        for name in ("content-type", "accept", "accept-encoding", "user-agent"):
+            if name in request.headers:
+                headers[name] = request.headers[name]
+        authorization = upstream.authorization(dict(request.headers))
+        if authorization:
+            headers["authorization"] = authorization
+        url = upstream.url_for(request.url.path)
+        outgoing = upstream.http.build_request(
+            request.method,
+            url,
+            params=request.url.query or None,
+            headers=headers,
+            content=await request.body(),
+        )
+
+        async def work() -> None:
+            try:
+                response = await upstream.http.send(outgoing, stream=True)
+            except httpx.TimeoutException:
+                await responder.error(
+                    504,
+                    f"The upstream did not answer within {self.settings.timeout:g} seconds.",
+                    "upstream_error",
+                    code="upstream_timeout",
+                )
+                return
+            except httpx.TransportError as exc:
+                await responder.error(
+                    502,
+                    f"The upstream could not be reached ({exc or type(exc).__name__}).",
+                    "upstream_error",
+                    code="upstream_unreachable",
+                )
+                return
+            try:
+                await responder.start(
+                    response.status_code,
+                    [
+                        (name, value)
+                        for name, value in response.headers.raw
+                        if name.decode("latin-1").lower() not in _NOT_RETURNED
+                    ],
+                )
+                try:
+                    async for data in response.aiter_raw():
+                        await responder.body(data)
+                except httpx.TransportError:
+                    # Ending the body here would pass a cut answer off as whole: drop the
+                    # connection instead, as the upstream did.
+                    responder.exchange.error = "upstream_cut"
+                    raise UpstreamCut from None
+                await responder.finish()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+
+        await cancel_on_disconnect(receive, responder, work)

@@ -1,0 +1,221 @@
+"""What a proxy runs with: the upstream, the keys, the timeout, and the format options per model.
+
+Settings come from the command line and an optional TOML config file:
+
+    upstream = "http://127.0.0.1:8080/v1"
+    timeout = 300
+
+    [format]                  # options for every model
+    tool_result_role = "tool"
+
+    [[models]]                # the first entry whose pattern matches the request's model wins
+    match = "*r1*"            # shell-style, case-insensitive
+    think_open = true
+    parse_without_tools = true
+
+    [[models]]
+    match = "qwen3-coder*"
+    syntax = "qwen3_coder"
+
+Everything is checked when the proxy starts, so a typo stops it with a message rather than
+failing requests later. uvicorn starts each worker by importing the app, so the settings travel
+to the workers as JSON in an environment variable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+from urllib.parse import urlsplit
+
+from hermes_tools.errors import HermesToolsError, ServeConfigError
+from hermes_tools.format import HermesFormat
+
+# Every option a model rule may set, and the type its value must have.
+OPTION_TYPES: dict[str, type] = {
+    "syntax": str,
+    "call_tag": str,
+    "response_tag": str,
+    "instructions": str,
+    "template": str,
+    "tool_result_role": str,
+    "system_prompt_in_user": bool,
+    "raw_json": bool,
+    "think_open": bool,
+    "repair_attempts": int,
+    "parse_without_tools": bool,
+}
+_NOT_FORMAT = ("repair_attempts", "parse_without_tools")
+_CONFIG_KEYS = ("upstream", "timeout", "format", "models")
+SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    """What `wrap()` is given for the requests one rule covers."""
+
+    format: HermesFormat
+    repair_attempts: int = 1
+    parse_without_tools: bool = False
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """Format options for the models whose name matches `match`."""
+
+    match: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def matches(self, model: str) -> bool:
+        return fnmatchcase(model.casefold(), self.match.casefold())
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything one proxy process needs; `endpoints` is resolved from the options once."""
+
+    upstream: str
+    api_key: str | None = None
+    upstream_api_key: str | None = None
+    timeout: float = 600.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    models: tuple[ModelRule, ...] = ()
+    endpoints: tuple[EndpointOptions, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.upstream)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ServeConfigError(
+                f"The upstream must be an http:// or https:// URL such as "
+                f"http://127.0.0.1:8080/v1, not {self.upstream!r}."
+            )
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)):
+            raise ServeConfigError(f"timeout must be a number of seconds, not {self.timeout!r}.")
+        if self.timeout <= 0:
+            raise ServeConfigError(f"timeout must be more than 0 seconds, not {self.timeout}.")
+        endpoints = [_endpoint_options(self.options, "the format options")]
+        for number, rule in enumerate(self.models, 1):
+            if not isinstance(rule.match, str) or not rule.match:
+                raise ServeConfigError(f"Model rule {number} needs a `match` pattern.")
+            where = f"the model rule {number} (match = {rule.match!r})"
+            endpoints.append(_endpoint_options({**self.options, **rule.options}, where))
+        object.__setattr__(self, "endpoints", tuple(endpoints))
+
+    def endpoint_for(self, model: str) -> int:
+        """Which of `endpoints` serves `model`: its first matching rule, or the default (0)."""
+        for number, rule in enumerate(self.models, 1):
+            if rule.matches(model):
+                return number
+        return 0
+
+    @property
+    def upstream_base(self) -> str:
+        return self.upstream.rstrip("/")
+
+    # -- to the workers ----------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "upstream": self.upstream,
+                "api_key": self.api_key,
+                "upstream_api_key": self.upstream_api_key,
+                "timeout": self.timeout,
+                "options": dict(self.options),
+                "models": [{"match": r.match, **r.options} for r in self.models],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeSettings:
+        data = json.loads(text)
+        models = tuple(_rule(entry, number) for number, entry in enumerate(data["models"], 1))
+        return cls(
+            upstream=data["upstream"],
+            api_key=data["api_key"],
+            upstream_api_key=data["upstream_api_key"],
+            timeout=data["timeout"],
+            options=data["options"],
+            models=models,
+        )
+
+
+def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions:
+    for name, value in options.items():
+        expected = OPTION_TYPES.get(name)
+        if expected is None:
+            raise ServeConfigError(
+                f"Unknown option {name!r} in {where}; the options are {', '.join(OPTION_TYPES)}."
+            )
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise ServeConfigError(
+                f"Option {name!r} in {where} must be a {expected.__name__}, not {value!r}."
+            )
+    repair_attempts = options.get("repair_attempts", 1)
+    if repair_attempts < 0:
+        raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
+    try:
+        fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
+    except HermesToolsError as exc:
+        raise ServeConfigError(f"In {where}: {exc}") from None
+    return EndpointOptions(fmt, repair_attempts, options.get("parse_without_tools", False))
+
+
+def _rule(entry: object, number: int) -> ModelRule:
+    if not isinstance(entry, Mapping):
+        raise ServeConfigError(f"Model rule {number} must be a table of options.")
+    match = entry.get("match")
+    if not isinstance(match, str) or not match:
+        raise ServeConfigError(
+            f'Model rule {number} needs a `match` pattern, such as match = "*r1*".'
+        )
+    return ModelRule(match, {k: v for k, v in entry.items() if k != "match"})
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """What a config file says; the command line fills in and overrides it."""
+
+    upstream: str | None = None
+    timeout: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    models: tuple[ModelRule, ...] = ()
+
+
+def load_config(path: str) -> ConfigFile:
+    """Read a TOML config file (see the module comment); raises ServeConfigError."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    except OSError as exc:
+        raise ServeConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ServeConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - set(_CONFIG_KEYS))
+    if unknown:
+        raise ServeConfigError(
+            f"Config file {path}: unknown keys {unknown}; use {', '.join(_CONFIG_KEYS)}."
+        )
+    upstream = data.get("upstream")
+    if upstream is not None and not isinstance(upstream, str):
+        raise ServeConfigError(f"Config file {path}: upstream must be a URL string.")
+    options = data.get("format", {})
+    if not isinstance(options, dict):
+        raise ServeConfigError(f"Config file {path}: [format] must be a table of options.")
+    models = data.get("models", [])
+    if not isinstance(models, list):
+        raise ServeConfigError(f"Config file {path}: models must be [[models]] tables.")
+    return ConfigFile(
+        upstream=upstream,
+        timeout=data.get("timeout"),
+        options=options,
+        models=tuple(_rule(entry, number) for number, entry in enumerate(models, 1)),
+    )
