@@ -13,6 +13,7 @@ from parser_helpers import (
     PARSER_CORPUS,
     calls_as_dicts,
     check_event_contract,
+    check_nothing_lost,
     chunks_of,
     coalesce,
     load_corpus,
@@ -33,6 +34,7 @@ def _expect(case: dict[str, Any], cuts: list[int]) -> None:
     if "expected_after_end" in case:
         assert result.after_end == case["expected_after_end"]
     check_event_contract(events)
+    check_nothing_lost(case["text"], result)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

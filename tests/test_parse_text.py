@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parser_helpers import WEATHER, calls_as_dicts, parse_every_way
+from hermes_tools import ParseResult
+from parser_helpers import WEATHER, calls_as_dicts, check_nothing_lost, parse_every_way
 
 TOOLS = [WEATHER]
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -249,3 +250,12 @@ def test_think_open_reply_that_closes_its_reasoning() -> None:
     result = parse_every_way("Hmm.\n</think>\n\nThe answer is 4.", TOOLS, think_open=True)
     assert result.reasoning == "Hmm."
     assert result.content == "The answer is 4."
+
+
+def test_the_nothing_lost_check_finds_a_lost_word() -> None:
+    text = f"Hello there.\n{CALL}"
+    check_nothing_lost(text, parse_every_way(text, TOOLS))
+    with pytest.raises(AssertionError, match="'there' is lost"):
+        check_nothing_lost(text, ParseResult(content="Hello."))
+    with pytest.raises(AssertionError, match="'get_weather' is lost"):
+        check_nothing_lost(text, ParseResult(content="Hello there."))
