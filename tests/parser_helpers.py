@@ -140,6 +140,7 @@ _PROTOCOL_WORDS = frozenset(
         "end_of_text",
         "end_of_turn",
         "functions",
+        "call",
         "name",
         "arguments",
         "parameters",

@@ -80,3 +80,43 @@ def test_a_bare_json_call_at_the_end_after_prose(text: str) -> None:
     result = parse_every_way(text, TOOLS)
     assert calls_as_dicts(result) == SF
     assert result.content in ("I'll help you with that.", "Sure!")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "get_weather", "parameters": {"city": "SF"}}; '
+        '{"name": "get_weather", "parameters": {"city": "LA"}}',
+        '{"name": "get_weather", "parameters": {"city": "SF"}};\n'
+        '{"name": "get_weather", "parameters": {"city": "LA"}};',
+    ],
+)
+def test_llama_json_calls_without_the_tag_separated_by_semicolons(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert [c.arguments["city"] for c in result.tool_calls] == ["SF", "LA"]
+    assert result.content == ""
+
+
+def test_a_semicolon_then_prose_after_a_bare_call_is_text() -> None:
+    text = '{"name": "get_weather", "parameters": {"city": "SF"}}; that is the call.'
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<function=get_weather>{"city": "SF"}</function>',
+        'Sure.\n<function=get_weather>{"city": "SF"}</function><|eot_id|>',
+    ],
+)
+def test_llama_31_function_tags_with_json_arguments(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert calls_as_dicts(result) == SF
+    assert result.content in ("", "Sure.")
+
+
+def test_llama_builtin_tool_style_names_the_bound_tool() -> None:
+    result = parse_every_way('<|python_tag|>get_weather.call(city="SF")<|eom_id|>', TOOLS)
+    assert calls_as_dicts(result) == SF

@@ -33,7 +33,8 @@ States:
              or a pythonic list of calls to bound tools. Anything else rejects it.
 - JSON_TEXT  a JSON object that turned out not to be a call: text until it closes, so tags
              inside its strings stay text.
-- TAIL       after a tentative call: whitespace is held; what comes next decides.
+- TAIL       after a tentative call: whitespace (and, between calls without tags, `;`) is
+             held; what comes next decides.
 - TOOLS      `<tools>` (tentative): calls only if everything in it is strictly
              `{"name": <bound tool>, "arguments": {...}}` up to `</tools>`, else text (an
              echoed system prompt).
@@ -849,6 +850,8 @@ class StreamParser:
                 return pos
         elif tentative.channel is self._content:
             ch = buf[pos]
+            if ch == ";":
+                return pos + 1  # Llama 3.x separates its JSON calls so
             if ch == "{" or ch == "[":  # another call without tags
                 if ch == "[":
                     listed = starts_pythonic(buf, pos)
