@@ -726,6 +726,21 @@ def _bare_json(b: _Builder) -> None:
     _add_tagless(b, text, "bare_json", accepted=call.call.must_parse)
 
 
+def _bare_json_list(b: _Builder) -> None:
+    """Llama 3.x without its tag: JSON calls separated by `;`, at the end of the reply."""
+    if chance(b.c, 70):
+        b.newline()
+    calls = [_json_call(b) for _ in range(2)]
+    accepted = all(
+        call.clean and not call.flat and call.call.name in ("get_weather", "write_file")
+        for call in calls
+    )
+    for call in calls:
+        call.call.must_parse = accepted
+    text = pick(b.c, ["; ", ";\n", ";"]).join(call.body for call in calls)
+    _add_tagless(b, text, "bare_json_list", accepted=accepted)
+
+
 def _add_tagless(b: _Builder, text: str, kind: str, *, accepted: bool) -> None:
     """A call without tags: a call when it is accepted, text otherwise (or, for some hazards,
     either: then the exact content is not known)."""
@@ -855,6 +870,7 @@ def _unclosed_think_then_call(b: _Builder) -> None:
 _ENDINGS = [
     _bare_json,
     _bare_json,
+    _bare_json_list,
     _pythonic_bare,
     _tool_code_fence,
     _cut_off_call,
