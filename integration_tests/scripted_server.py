@@ -39,6 +39,8 @@ class Reply:
     - `reasoning`: sent separately as `reasoning_content`, as DeepSeek and vLLM's reasoning
       parsers do.
     - `tool_calls`: native calls, as a server with its own tool parser would send them.
+    - `call_chunks`: while streaming, send each native call's arguments in pieces of this
+      size after a first delta with its id and name, as vLLM does (None: each call whole).
     - `status`: an HTTP error status to answer with instead (500, 429, ...).
     - `cut_after`: while streaming, drop the connection after this many chunks.
     - `end_early_after`: while streaming, end the stream cleanly after this many chunks,
@@ -60,6 +62,7 @@ class Reply:
     chunks: int | Sequence[int] | None = None
     reasoning: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
+    call_chunks: int | None = None
     finish_reason: str = "stop"
     usage: tuple[int, int] = (20, 10)
     status: int = 200
@@ -401,7 +404,14 @@ def _events(completion_id: str, model: str, reply: Reply, include_usage: bool) -
             yield chunk({"content": piece}, index=index)
         yield chunk({}, "stop", index=index)
     for index, call in enumerate(reply.tool_calls or []):
-        yield chunk({"tool_calls": [{"index": index, **call}]})
+        if reply.call_chunks is None:
+            yield chunk({"tool_calls": [{"index": index, **call}]})
+            continue
+        function = call["function"]
+        head = {**call, "function": {"name": function["name"], "arguments": ""}}
+        yield chunk({"tool_calls": [{"index": index, **head}]})
+        for piece in _pieces(function["arguments"], reply.call_chunks):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, reply.finish_reason)
     if include_usage:
         yield json.dumps(
@@ -415,6 +425,12 @@ def _events(completion_id: str, model: str, reply: Reply, include_usage: bool) -
             }
         )
     yield "[DONE]"
+
+
+def event_count(reply: Reply, body: dict[str, Any]) -> int:
+    """How many server-sent events a streamed answer to `body` holds (`[DONE]` included)."""
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    return sum(1 for _ in _events("count", "count", reply, include_usage and reply.stream_usage))
 
 
 def main() -> None:

@@ -259,6 +259,22 @@ def test_streaming_and_its_usage(server: ScriptedServer) -> None:
     assert summed == [30, 30]
 
 
+def test_a_call_streamed_in_pieces_sums_to_the_same_message(server: ScriptedServer) -> None:
+    """The native server streams the arguments in pieces, as vLLM does."""
+    arguments = {"city": "Paris", "note": "a longer argument, " * 8}
+    turns = [call("get_weather", arguments, "Checking.", chunks=5, call_chunks=5)]
+
+    def scenario(model: BaseChatModel) -> tuple[list[AIMessageChunk], Any]:
+        chunks = list(model.bind_tools([get_weather]).stream("Paris?"))
+        return chunks, observed(sum(chunks, start=AIMessageChunk("")))
+
+    native, ours = differential(server, turns, *pair(server), scenario)
+    assert native.result[1] == ours.result[1]
+    assert ours.result[1]["tool_calls"] == [("get_weather", arguments)]
+    fragments = [c for c in native.result[0] if c.tool_call_chunks]
+    assert len(fragments) > len(json.dumps(arguments)) // 5  # it did stream in pieces
+
+
 def test_servers_that_reject_stream_options_or_send_no_usage(server: ScriptedServer) -> None:
     turns = [
         say("Hi.", reject_stream_options=True),

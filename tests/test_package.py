@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import hermes_tools
@@ -18,6 +19,60 @@ def test_importing_the_core_imports_no_framework() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+TOOL = {"type": "function", "function": {"name": "get", "parameters": {"type": "object"}}}
+
+
+def _top_modules_loaded_after(script: str) -> set[str]:
+    """The top-level packages a fresh interpreter has loaded after running `script`."""
+    listing = "\nimport sys\nprint(' '.join({name.split('.')[0] for name in sys.modules}))"
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script) + listing],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(done.stdout.split())
+
+
+def test_parsing_and_formatting_import_neither_openai_nor_pydantic() -> None:
+    loaded = _top_modules_loaded_after(
+        f"""
+        import hermes_tools
+        tool = {TOOL!r}
+        assert "get" in hermes_tools.HermesFormat().system_prompt([tool])
+        result = hermes_tools.parse(
+            '<tool_call>{{"name": "get", "arguments": {{"a": 1}}}}</tool_call>', [tool]
+        )
+        assert [call.arguments for call in result.tool_calls] == [{{"a": 1}}], result
+        """
+    )
+    assert not loaded & {"openai", "pydantic", "httpx", "json_repair"}
+
+
+def test_the_endpoint_layer_loads_on_first_use_of_wrap() -> None:
+    loaded = _top_modules_loaded_after(
+        """
+        from hermes_tools import wrap
+        assert callable(wrap)
+        """
+    )
+    assert "openai" in loaded
+
+
+def test_a_sloppy_call_loads_json_repair_when_it_needs_it() -> None:
+    loaded = _top_modules_loaded_after(
+        f"""
+        import hermes_tools
+        result = hermes_tools.parse(
+            '<tool_call>{{"name": "get", "arguments": {{"a": [1, 2}}}}</tool_call>', [{TOOL!r}]
+        )
+        assert [call.arguments for call in result.tool_calls] == [{{"a": [1, 2]}}], result
+        """
+    )
+    assert "json_repair" in loaded
+    assert "openai" not in loaded
 
 
 def test_public_api_is_importable_from_the_top() -> None:

@@ -44,5 +44,9 @@ class ToolCallRequiredError(HermesToolsError, ValueError):
     """The request required a tool call (`tool_choice`), and the model made no usable one."""
 
 
+class IncompleteStreamError(HermesToolsError):
+    """The endpoint's stream ended before the reply was finished."""
+
+
 class ServeConfigError(HermesToolsError, ValueError):
     """`hermes-tools serve` was started with options or a config file that cannot work."""

@@ -21,8 +21,6 @@ import json
 import re
 from typing import Any, Protocol
 
-import json_repair
-
 from hermes_tools.json_limits import MAX_INT_DIGITS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
@@ -391,6 +389,8 @@ def canonical(value: Any) -> str:
 
 def repair(text: str) -> Any:
     """json-repair's reading of `text`, or None when it finds nothing there."""
+    import json_repair  # imported on first use: it costs more than the whole parser to load
+
     try:
         value = json_repair.loads(text)
     except Exception:  # json-repair raises assorted errors on hopeless input

@@ -1,6 +1,5 @@
 """The endpoint layer: tool calling for any OpenAI-compatible client."""
 
-from hermes_tools.client.session import IncompleteStreamError
 from hermes_tools.client.wrapper import (
     AsyncHermesOpenAI,
     AsyncHermesStream,
@@ -9,6 +8,7 @@ from hermes_tools.client.wrapper import (
     UnsupportedFeatureError,
     wrap,
 )
+from hermes_tools.errors import IncompleteStreamError
 
 __all__ = [
     "AsyncHermesOpenAI",

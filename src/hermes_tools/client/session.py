@@ -20,7 +20,7 @@ from openai import NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
-from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
+from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.json_answer import json_answer_instructions
@@ -30,10 +30,6 @@ from hermes_tools.trust import QuotedCalls, conversation_texts
 
 _TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
-
-
-class IncompleteStreamError(HermesToolsError):
-    """The endpoint's stream ended before the reply was finished."""
 
 
 def given(value: object) -> bool:
@@ -79,6 +75,9 @@ class CompletionSession:
         # model copying the history's calls does not put call markup in the content.
         self._parse_calls = uses_tools(kwargs)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
+        if self._toolbox and self._choice.mode != "none":
+            # A model that writes a tool result itself has made it up: stop it there.
+            self._upstream["stop"] = with_stop(kwargs.get("stop"), f"<{fmt.response_tag}>")
         messages = kwargs.get("messages") or []
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
         self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
@@ -101,7 +100,8 @@ class CompletionSession:
         self._attempt_started: set[int] = set()
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: dict[str, Any] = {}
+        self._chunk_envelope: dict[str, Any] | None = None  # built again when metadata changes
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
 
@@ -275,6 +275,9 @@ class CompletionSession:
             )
         if self._choice.mode == "required":
             return f"You must call one of the tools now. Reply with {block}."
+        if not reply.attempt_text_preview.strip() and self._finish.get(0) != "length":
+            # Typically a made-up tool result cut by the stop sequence, with nothing before it.
+            return f"Your reply was empty. Answer the user, or call a function with {block}."
         return None
 
     def _check_required(self) -> None:
@@ -322,20 +325,22 @@ class CompletionSession:
         return reply
 
     def _remember_metadata(self, response: object) -> None:
-        if self._metadata is None:
-            self._metadata = {}
         for key in _METADATA:
             if self._metadata.get(key) is None:
-                self._metadata[key] = getattr(response, key, None)
+                value = self._metadata[key] = getattr(response, key, None)
+                if value is not None:
+                    self._chunk_envelope = None
 
     def _envelope(self, kind: str) -> dict[str, Any]:
-        metadata = dict(self._metadata or {})
-        return {**{k: v for k, v in metadata.items() if v is not None}, "object": kind}
+        known = {k: v for k, v in self._metadata.items() if v is not None}
+        return {**known, "object": kind}
 
     def _chunk(self, index: int, delta: Delta, finish: str | None = None) -> ChatCompletionChunk:
+        if self._chunk_envelope is None:
+            self._chunk_envelope = self._envelope("chat.completion.chunk")
         return ChatCompletionChunk.model_validate(
             {
-                **self._envelope("chat.completion.chunk"),
+                **self._chunk_envelope,
                 "choices": [
                     {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
                 ],
@@ -360,6 +365,16 @@ def json_answer_request(response_format: object) -> tuple[bool, dict[str, Any] |
     else:
         return False, None
     return True, dict(schema) if isinstance(schema, Mapping) and schema else None
+
+
+def with_stop(stop: object, sequence: str) -> object:
+    """The caller's stop sequences plus `sequence` (the API allows four; a full list is kept)."""
+    if not given(stop) or stop is None:
+        return [sequence]
+    sequences = [stop] if isinstance(stop, str) else list(stop)  # type: ignore[call-overload]
+    if sequence in sequences or len(sequences) >= 4:
+        return stop
+    return [*sequences, sequence]
 
 
 def _with_instructions(messages: Any, instructions: str) -> list[Any]:

@@ -1,0 +1,90 @@
+"""What `import hermes_tools` costs over a bare interpreter, and what the endpoint layer adds.
+
+    uv run python bench/import_time.py [--runs 15]
+
+Each statement runs in a fresh interpreter, the runs of all statements interleaved so that a
+busy machine weighs on each alike; the figure is the fastest run (the one least disturbed),
+minus the bare interpreter's fastest run, in wall time and in the CPU time the interpreter
+used. The core's goal is 50 ms or less. On a shared machine every figure grows with the load;
+the standard modules the core is written with are timed alongside as a yardstick.
+
+Installed packages import from bytecode, so the interpreters here may write it (to a temporary
+cache, even where PYTHONDONTWRITEBYTECODE is set) and a first, unmeasured run of each statement
+compiles it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+STATEMENTS = {
+    "bare interpreter": "pass",
+    # A yardstick in the same run: the standard modules the core is written with.
+    "stdlib the core stands on": (
+        "import bisect, collections.abc, dataclasses, enum, functools, itertools, json, re, typing"
+    ),
+    "import hermes_tools": "import hermes_tools",
+    "... and parse a call": (
+        "import hermes_tools; hermes_tools.parse("
+        '\'<tool_call>{"name": "get", "arguments": {"a": 1}}</tool_call>\', '
+        "[{'name': 'get', 'parameters': {'type': 'object'}}])"
+    ),
+    "from hermes_tools import wrap": "from hermes_tools import wrap",
+    "import openai": "import openai",
+}
+GOAL_MS = 50.0
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_seconds(statement: str, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of a fresh interpreter running `statement`."""
+    cpu = children_cpu_seconds()
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", statement], check=True, env=env)
+    return time.perf_counter() - started, children_cpu_seconds() - cpu
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--runs", type=int, default=15)
+    args = options.parse_args()
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        for statement in STATEMENTS.values():
+            run_seconds(statement, env)
+        wall: dict[str, list[float]] = {label: [] for label in STATEMENTS}
+        cpu: dict[str, list[float]] = {label: [] for label in STATEMENTS}
+        for _ in range(args.runs):
+            for label, statement in STATEMENTS.items():
+                seconds, cpu_seconds = run_seconds(statement, env)
+                wall[label].append(seconds)
+                cpu[label].append(cpu_seconds)
+    bare_wall, bare_cpu = min(wall["bare interpreter"]), min(cpu["bare interpreter"])
+    print(f"fastest of {args.runs} fresh interpreters; over a bare interpreter (wall, CPU):")
+    for label in STATEMENTS:
+        extra_wall = (min(wall[label]) - bare_wall) * 1000
+        extra_cpu = (min(cpu[label]) - bare_cpu) * 1000
+        median = statistics.median(wall[label]) * 1000
+        print(
+            f"  {label:30} {min(wall[label]) * 1000:7.1f} ms (median {median:7.1f})"
+            f"   +{extra_wall:6.1f} ms wall   +{extra_cpu:6.1f} ms CPU"
+        )
+    core = (min(wall["import hermes_tools"]) - bare_wall) * 1000
+    verdict = "met" if core <= GOAL_MS else "NOT met"
+    print(f"import hermes_tools: +{core:.1f} ms over a bare interpreter (goal <= 50 ms: {verdict})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The stream parser against tooluser's stream processor, and the parser's cost in the worst cases.
+
+    nice uv run python bench/parser_vs_tooluser.py [--size-mb 1] [--repeat 3] [--repair-kb 1000]
+
+One run, one process, printed figures (the goals of issue 13 beside them):
+- a mixed model output (prose, reasoning, calls with short arguments, calls writing long file
+  contents) fed in 16-character chunks to both, and whole: our time / tooluser's (<= 0.5x).
+  tooluser 0.2.4 buffers each call and reads it once at its end, streaming no arguments; we
+  stream them, so the number of argument deltas we emitted is printed too;
+- the same output one character at a time (>= 1 MB/s);
+- growth for a 10 times larger input, in 16-character chunks: the mixed output, one call with
+  one long argument, the adversarial prose of `parser_throughput.py` (<= 11x);
+- a malformed call (a bracket that does not match), against a valid call of the same size
+  (<= 2x), and its growth;
+- the longest single `feed` or `close` in all of the above: the longest the parser can hold
+  an event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tooluser.hermes_transform import HermesStreamProcessor
+
+from hermes_tools import StreamParser, ToolCallArgsDelta
+
+TOOLS = [
+    {
+        "name": "write_file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        },
+    },
+    {
+        "name": "search",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        },
+    },
+]
+SENTENCE = (
+    "the model writes text around its calls and sometimes code like `x < y` or a {brace} "
+    "with <b>markup</b> while it thinks about which tool to call next"
+)
+WORDS = SENTENCE.split()
+CODE_LINE = '    total = compute(values, limit=10)  # "quoted" and \\ escaped\n'
+
+
+def mixed_output(size: int, seed: int = 7) -> str:
+    """Prose, reasoning, calls with short arguments and calls writing files, in turns."""
+    rng = random.Random(seed)
+    pieces: list[str] = []
+    total = 0
+    while total < size:
+        kind = rng.choice(["prose", "prose", "think", "short call", "long call"])
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 120)))
+        if kind == "prose":
+            piece = words + "\n\n"
+        elif kind == "think":
+            piece = f"<think>\n{words}\n</think>\n"
+        else:
+            if kind == "short call":
+                call = {"name": "search", "arguments": {"query": words[:60], "limit": 5}}
+            else:
+                content = CODE_LINE * rng.randint(20, 120)
+                path = f"src/module_{total}.py"
+                call = {"name": "write_file", "arguments": {"path": path, "content": content}}
+            piece = f"<tool_call>\n{json.dumps(call)}\n</tool_call>\n"
+        pieces.append(piece)
+        total += len(piece)
+    return "".join(pieces)[:size]
+
+
+def one_long_argument(size: int) -> str:
+    content = json.dumps((CODE_LINE * (size // len(CODE_LINE) + 1))[:size])
+    return f'<tool_call>{{"name": "write_file", "arguments": {{"content": {content}}}}}</tool_call>'
+
+
+def malformed_call(size: int) -> str:
+    """A call whose last bracket does not match: the lexer stops there; repair decides."""
+    return one_long_argument(size).replace('"}}</tool_call>', '"]}</tool_call>')
+
+
+def adversarial_prose(size: int) -> str:
+    return "a < b, {x} and `y` " * (size // 18)  # as in parser_throughput.py
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    calls: int
+    argument_deltas: int = 0
+    longest_step: float = 0.0  # the longest single feed/close
+
+
+def ours(text: str, chunk: int | None, timed_steps: bool = False) -> Outcome:
+    parser = StreamParser(TOOLS)
+    deltas = 0
+    longest = 0.0
+    pieces = [text] if chunk is None else [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    started = time.perf_counter()
+    if timed_steps:
+        for piece in pieces:
+            step = time.perf_counter()
+            events = parser.feed(piece)
+            longest = max(longest, time.perf_counter() - step)
+            deltas += sum(isinstance(e, ToolCallArgsDelta) for e in events)
+        step = time.perf_counter()
+        events = parser.close()
+        longest = max(longest, time.perf_counter() - step)
+    else:
+        for piece in pieces:
+            events = parser.feed(piece)
+            deltas += sum(isinstance(e, ToolCallArgsDelta) for e in events)
+        events = parser.close()
+    deltas += sum(isinstance(e, ToolCallArgsDelta) for e in events)
+    seconds = time.perf_counter() - started
+    result = parser.result()
+    return Outcome(seconds, len(result.tool_calls), deltas, longest)
+
+
+def tooluser(text: str, chunk: int | None) -> Outcome:
+    processor = HermesStreamProcessor("<tool_call>", "</tool_call>")
+    pieces = [text] if chunk is None else [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    calls = 0
+    started = time.perf_counter()
+    for piece in pieces:
+        calls += sum(not isinstance(out, str) for out in processor.process(piece))
+    calls += sum(not isinstance(out, str) for out in processor.finalize())
+    return Outcome(time.perf_counter() - started, calls)
+
+
+def best(run: Callable[[], Outcome], repeat: int) -> Outcome:
+    return min((run() for _ in range(repeat)), key=lambda outcome: outcome.seconds)
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--size-mb", type=float, default=1.0)
+    options.add_argument("--repeat", type=int, default=3)
+    options.add_argument("--repair-kb", type=int, default=1000, help="the larger malformed call")
+    args = options.parse_args()
+    size = int(args.size_mb * 1_000_000)
+    text = mixed_output(size)
+    megabytes = len(text.encode()) / 1e6
+    longest: list[tuple[float, str]] = []
+    print(f"mixed output: {megabytes:.2f} MB, {len(text):,} characters")
+
+    print("against tooluser (best of", args.repeat, "runs each):")
+    for label, chunk in (("16-char chunks", 16), ("whole", None)):
+        mine = best(lambda chunk=chunk: ours(text, chunk), args.repeat)
+        theirs = best(lambda chunk=chunk: tooluser(text, chunk), args.repeat)
+        if mine.calls != theirs.calls:
+            raise SystemExit(f"the parsers disagree: {mine.calls} calls vs {theirs.calls}")
+        ratio = mine.seconds / theirs.seconds
+        goal = f"(goal <= 0.5x: {verdict(ratio <= 0.5)})" if chunk == 16 else ""
+        print(
+            f"  {label:15} ours {mine.seconds:6.3f} s ({megabytes / mine.seconds:5.2f} MB/s, "
+            f"{mine.argument_deltas:,} argument deltas)  tooluser {theirs.seconds:6.3f} s "
+            f"({megabytes / theirs.seconds:5.2f} MB/s)  ratio {ratio:.2f}x {goal}"
+        )
+    print(f"  both read {mine.calls:,} calls")
+
+    mine = ours(text, 1)
+    theirs = tooluser(text, 1)
+    print(
+        f"one character at a time: ours {megabytes / mine.seconds:.2f} MB/s "
+        f"(goal >= 1 MB/s: {verdict(megabytes / mine.seconds >= 1)}), "
+        f"tooluser {megabytes / theirs.seconds:.2f} MB/s"
+    )
+
+    print("growth for a 10x larger input, 16-character chunks (goal <= 11x):")
+    shapes = (
+        ("mixed output", lambda n: mixed_output(n, seed=11), size),
+        ("one long argument", one_long_argument, size // 10),
+        ("adversarial prose", adversarial_prose, size),
+    )
+    for label, shape, base in shapes:
+        small = statistics.median(ours(shape(base), 16).seconds for _ in range(args.repeat))
+        large = ours(shape(base * 10), 16, timed_steps=True)
+        longest.append((large.longest_step, f"{label}, {base * 10:,} characters"))
+        ratio = large.seconds / small
+        print(
+            f"  {label:18} {ratio:5.2f}x  ({small:.3f} s -> {large.seconds:.3f} s) "
+            f"{verdict(ratio <= 11)}"
+        )
+
+    repair_size = args.repair_kb * 1000
+    print("a malformed call against a valid call of the same size, 16-character chunks:")
+    sizes = (repair_size // 10, repair_size)
+    broken_seconds = []
+    for n in sizes:
+        valid = ours(one_long_argument(n), 16, timed_steps=True)
+        broken = ours(malformed_call(n), 16, timed_steps=True)
+        longest.append((broken.longest_step, f"a malformed call of {n:,} characters"))
+        broken_seconds.append(broken.seconds)
+        ratio = broken.seconds / valid.seconds
+        print(
+            f"  {n:>9,} characters: valid {valid.seconds:7.3f} s  malformed "
+            f"{broken.seconds:7.3f} s  ratio {ratio:5.2f}x (goal <= 2x: {verdict(ratio <= 2)}); "
+            f"valid calls read: {broken.calls}"
+        )
+    growth = broken_seconds[1] / broken_seconds[0]
+    print(f"  growth of the malformed call for 10x: {growth:.2f}x ({verdict(growth <= 11)})")
+
+    mixed_steps = ours(text, 16, timed_steps=True)
+    longest.append((mixed_steps.longest_step, "the mixed output"))
+    step, where = max(longest)
+    print(f"longest single feed/close: {step * 1000:.1f} ms ({where})")
+
+
+if __name__ == "__main__":
+    main()
