@@ -21,9 +21,17 @@ import json
 import re
 from typing import Any, Protocol
 
-from hermes_tools.json_limits import MAX_INT_DIGITS
+from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
+# From a backslash: a run of characters and complete two-character escapes, decoded in one
+# piece (text with many escapes, like code in a file's content, would otherwise cost a step
+# per escape); `\\u` escapes and anything unusual are left to the step-by-step path.
+_ESCAPED_RUN = {
+    '"': re.compile(r'\\[\\/"bfnrt](?:[^"\\]|\\[\\/"bfnrt])*'),
+    "'": re.compile(r"\\[\\/'bfnrt](?:[^'\\]|\\[\\/'bfnrt])*"),
+}
+_ESCAPE_PAIR = re.compile(r"\\(.)", re.S)
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _WORD = re.compile(r"[A-Za-z0-9_+\-.$]*")
 _INT = re.compile(r"-?\d+")
@@ -328,6 +336,10 @@ class JsonLexer:
                 self._sink.end_string()
                 self._after_value()
             return stop + 1
+        run = _ESCAPED_RUN[quote].match(text, stop)
+        if run is not None:
+            self._emit_chars(_ESCAPE_PAIR.sub(_unescape, run.group()))
+            return run.end()
         self._escape = "\\"
         return self._continue_escape(text, stop + 1)
 
@@ -382,13 +394,20 @@ class JsonLexer:
             self._sink.string_chunk(chars)
 
 
+def _unescape(pair: re.Match[str]) -> str:
+    return _SIMPLE_ESCAPES[pair.group(1)]
+
+
 def canonical(value: Any) -> str:
     """The JSON text this package writes for a value (arguments, schema values, results)."""
     return json.dumps(value, ensure_ascii=False)
 
 
 def repair(text: str) -> Any:
-    """json-repair's reading of `text`, or None when it finds nothing there."""
+    """json-repair's reading of `text`, or None when it finds nothing there or `text` is
+    longer than MAX_REPAIR_CHARS (see `json_limits`)."""
+    if len(text) > MAX_REPAIR_CHARS:
+        return None
     import json_repair  # imported on first use: it costs more than the whole parser to load
 
     try:
