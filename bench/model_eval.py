@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluation.cases import CASES, Case
-from evaluation.prompts import VARIANTS
+from evaluation.prompts import DEFAULT_RUN, VARIANTS
 from evaluation.runner import Outcome, run_case
 from evaluation.scoring import Rate, metrics, succeeded
 
@@ -32,6 +32,7 @@ ROWS = [
     ("parallel_exact", "exact calls, parallel cases"),
     ("all_exact", "exact calls, all call cases"),
     ("false_calls", "false calls, no-call cases (lower is better)"),
+    ("no_call_answered", "no-call cases answered in text"),
     ("multi_turn", "multi-turn cases right"),
     ("answered", "  answered from the tool result"),
     ("choice", "tool_choice / parallel_tool_calls right"),
@@ -40,6 +41,7 @@ ROWS = [
     ("agent", "agent tasks solved"),
     ("made_up", "replies with a made-up tool result"),
     ("made_up_shown", "  ... shown to the user"),
+    ("empty", "empty replies (no call, no text)"),
     ("invalid", "cases ending with an invalid call"),
     ("repaired", "cases that needed a repair"),
     ("repair_success", "  ... right after the repair"),
@@ -120,9 +122,13 @@ def main() -> int:
     parser.add_argument("--model", default=os.environ.get("HERMES_MODEL", "local"))
     parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", "none"))
     parser.add_argument(
-        "--prompts", default=",".join(VARIANTS), help=f"variants, from {', '.join(VARIANTS)}"
+        "--prompts",
+        default=",".join(DEFAULT_RUN),
+        help=f"variants (default: {','.join(DEFAULT_RUN)}), from {', '.join(VARIANTS)}",
     )
-    parser.add_argument("--cases", default="", help="only cases whose id or kind contains this")
+    parser.add_argument(
+        "--cases", default="", help="only cases whose id or kind contains one of these (a,b,...)"
+    )
     parser.add_argument("--json", type=Path, help="write the whole report here")
     args = parser.parse_args()
 
@@ -130,34 +136,37 @@ def main() -> int:
     unknown = [name for name in variants if name not in VARIANTS]
     if unknown:
         parser.error(f"unknown prompt variants {unknown}; choose from {list(VARIANTS)}")
-    cases = [c for c in CASES if args.cases in c.id or args.cases == c.kind]
+    wanted = args.cases.split(",")
+    cases = [c for c in CASES if any(w in c.id or w == c.kind for w in wanted)]
     if not cases:
         parser.error(f"no case matches {args.cases!r}")
     if not args.local and not args.base_url:
         parser.error("give --local MODELS, or --base-url (or OPENAI_BASE_URL)")
 
     started = time.monotonic()
-    reports = []
+    reports: list[dict[str, Any]] = []
+
+    def done(report: dict[str, Any]) -> None:
+        """Each model's table and the JSON so far, as soon as that model is through."""
+        reports.append(report)
+        print(table(report) + "\n", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(_jsonable(reports), indent=1))
+
     if args.local:
         from hermes_tools.local import start_local_model
 
         for name in args.local.split(","):
             with start_local_model(name) as server:
-                reports.append(
-                    evaluate_endpoint(server.base_url, name, "none", variants, cases, name)
-                )
+                done(evaluate_endpoint(server.base_url, name, "none", variants, cases, name))
     else:
-        reports.append(
+        done(
             evaluate_endpoint(args.base_url, args.model, args.api_key, variants, cases, args.model)
         )
     print(
-        f"{len(cases)} cases x {len(variants)} prompts, temperature 0, "
-        f"{time.monotonic() - started:.0f} s in all\n"
+        f"{len(cases)} cases x {len(variants)} prompts x {len(reports)} models, temperature 0, "
+        f"{time.monotonic() - started:.0f} s in all"
     )
-    for report in reports:
-        print(table(report) + "\n")
-    if args.json:
-        args.json.write_text(json.dumps(_jsonable(reports), indent=1))
     return 0
 
 

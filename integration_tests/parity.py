@@ -36,12 +36,8 @@ class Turn:
             }
             for position, (name, arguments) in enumerate(self.calls)
         ]
-        return Reply(
-            self.text,
-            tool_calls=calls or None,
-            finish_reason="tool_calls" if calls else "stop",
-            **self.options,
-        )
+        options = {"finish_reason": "tool_calls" if calls else "stop", **self.options}
+        return Reply(self.text, tool_calls=calls or None, **options)
 
     def hermes(self) -> Reply:
         """As a model without native tools writes it."""
@@ -68,6 +64,7 @@ class Run:
     bodies: list[dict[str, Any]]
     headers: list[dict[str, str]]
     paths: list[str]
+    ports: list[int]  # the client's port per request: one per connection
 
 
 def differential(
@@ -98,6 +95,7 @@ def differential(
                 server.bodies(),
                 [r.headers for r in server.requests],
                 [r.path for r in server.requests],
+                [r.port for r in server.requests],
             )
         )
     return runs[0], runs[1]

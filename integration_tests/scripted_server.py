@@ -45,6 +45,8 @@ class Reply:
     - `cut_after`: while streaming, drop the connection after this many chunks.
     - `end_early_after`: while streaming, end the stream cleanly after this many chunks,
       without a finish reason or `[DONE]`.
+    - `error_after`: while streaming, send an `{"error": ...}` event after this many chunks
+      and end the stream there, as vLLM does when generation fails mid-reply.
     - `delay`: seconds to wait before the first byte.
     - `interval`: while streaming, seconds to wait between events.
     - `match`: only for requests whose last user message contains this text.
@@ -66,6 +68,7 @@ class Reply:
     status: int = 200
     cut_after: int | None = None
     end_early_after: int | None = None
+    error_after: int | None = None
     delay: float = 0.0
     interval: float = 0.0
     match: str | None = None
@@ -85,6 +88,8 @@ class Recorded:
     # The client closed the connection before the whole answer was sent (noticed while
     # waiting out `delay` / `interval`, or when a write failed).
     disconnected: bool = False
+    # The client's port: requests on one keep-alive connection share it.
+    port: int = 0
 
 
 class ScriptedServer:
@@ -196,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         headers = {key.lower(): value for key, value in self.headers.items()}
-        self.server_state.record(Recorded(self.path, headers, {}))
+        self.server_state.record(Recorded(self.path, headers, {}, port=self.client_address[1]))
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         else:
@@ -211,7 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request"}})
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        recorded = Recorded(self.path, headers, body)
+        recorded = Recorded(self.path, headers, body, port=self.client_address[1])
         reply = self.server_state._take(body, recorded)
         try:
             self._answer(body, reply, recorded)
@@ -284,6 +289,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         include_usage = include_usage and reply.stream_usage
@@ -294,6 +301,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             if reply.end_early_after is not None and sent >= reply.end_early_after:
+                break
+            if reply.error_after is not None and sent >= reply.error_after:
+                error = {"message": "scripted failure mid-stream", "type": "server_error"}
+                self._chunk(f"data: {json.dumps({'error': {**error, 'code': 500}})}\n\n".encode())
                 break
             if sent and reply.interval and self._client_left_during(reply.interval, recorded):
                 return

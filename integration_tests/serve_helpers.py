@@ -7,6 +7,7 @@ so clients talk to it over HTTP exactly as they would to a deployed proxy.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -58,6 +59,57 @@ class RunningProxy:
         self._server.should_exit = True
         self._thread.join(10)
         self._socket.close()
+
+
+class RawUpstream:
+    """An upstream on 127.0.0.1 that answers each request with the next of the given raw HTTP
+    responses and closes the connection: for answers a real server sends only when something
+    breaks (a body cut short, a load balancer's HTML error page)."""
+
+    def __init__(self, *answers: bytes) -> None:
+        self.answers = list(answers)
+        self.requests: list[bytes] = []
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> RawUpstream:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        # Closing alone leaves the thread blocked in accept(), still listening.
+        self._socket.shutdown(socket.SHUT_RDWR)
+        self._socket.close()
+        self._thread.join(5)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    data = connection.recv(65536)
+                    if not data:
+                        break
+                    request += data
+                head, _, body = request.partition(b"\r\n\r\n")
+                length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                while length and len(body) < int(length.group(1)):
+                    data = connection.recv(65536)
+                    if not data:
+                        break
+                    body += data
+                self.requests.append(head + b"\r\n\r\n" + body)
+                if self.answers:
+                    connection.sendall(self.answers.pop(0))
 
 
 def proxy_for(upstream: str, **settings: Any) -> ServeSettings:

@@ -307,3 +307,45 @@ async def test_async_repair(server: ScriptedServer, async_openai_client: AsyncOp
         await client.chat.completions.create(
             model="m", messages=QUESTION, tools=TOOLS, tool_choice="required"
         )
+
+
+# -- made-up tool results ------------------------------------------------------------------------
+
+
+def test_a_made_up_tool_result_is_cut_by_the_stop_sequence(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    server.script(FIXED)
+    client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop="END")
+    server.script("It is sunny.")
+    client.chat.completions.create(model="m", messages=QUESTION, stop="END")  # no tools
+    full = ["a", "b", "c", "d"]
+    server.script(FIXED)
+    client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop=full)
+    with_tools, without_tools, four = server.bodies()
+    assert with_tools["stop"] == ["END", "<tool_response>"]
+    assert without_tools["stop"] == "END"  # untouched when no tools are offered
+    assert four["stop"] == full  # the API allows four: the caller's list stays as it is
+
+
+def test_an_empty_reply_is_asked_again(server: ScriptedServer, openai_client: OpenAI) -> None:
+    # What a small model's made-up `<tool_response>` leaves once the stop sequence cut it.
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, ["", FIXED])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert [c.function.name for c in message.tool_calls] == ["get_weather"]
+    (repair,) = message.repairs
+    assert repair["reason"].startswith("Your reply was empty. Answer the user, or call a function")
+    assert server.bodies()[1]["messages"][-1]["content"] == repair["reason"]
+
+
+def test_an_empty_reply_cut_by_max_tokens_is_not_asked_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    server.script(Reply("", finish_reason="length"))
+    completion = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
+    assert completion.choices[0].finish_reason == "length"
+    assert len(server.bodies()) == 1

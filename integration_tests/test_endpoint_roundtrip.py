@@ -48,6 +48,7 @@ def expected_upstream(messages: list[dict[str, Any]], **extra: Any) -> dict[str,
     return {
         "model": "qwen-test",
         "messages": HermesFormat().render_messages(messages, TOOLS),
+        "stop": ["<tool_response>"],  # a made-up tool result ends the reply
         **extra,
     }
 
@@ -216,7 +217,7 @@ def test_everything_else_reaches_the_endpoint_unchanged(
         "model": "qwen-test",
         "temperature": 0.3,
         "max_tokens": 123,
-        "stop": ["\nUser:"],
+        "stop": ["\nUser:", "<tool_response>"],  # ours: a made-up tool result ends the reply
         "seed": 7,
         "top_p": 0.9,
         "top_k": 20,

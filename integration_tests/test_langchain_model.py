@@ -204,7 +204,7 @@ def test_request_parameters_reach_the_endpoint(server: ScriptedServer, chat: Any
         "model": "qwen-test",
         "temperature": 0.1,
         "max_tokens": 50,
-        "stop": ["END"],
+        "stop": ["END", "<tool_response>"],  # ours: a made-up tool result ends the reply
         "seed": 3,
         "top_k": 5,
     }
@@ -213,7 +213,7 @@ def test_request_parameters_reach_the_endpoint(server: ScriptedServer, chat: Any
     chat().invoke("hi", stop=["STOP"], temperature=0.7, model="other-model")
     second = server.bodies()[1]
     assert (second["stop"], second["temperature"], second["model"]) == (
-        ["STOP"],
+        ["STOP", "<tool_response>"],
         0.7,
         "other-model",
     )

@@ -92,7 +92,7 @@ def test_with_structured_output(
     assert "response_format" not in body
     assert "tools" not in body
     if method == "function_calling":
-        assert f'"name": "{name}"' in system
+        assert f'"name":"{name}"' in system
         assert f"must call the function {name}" in system
     else:
         assert "reply with only a JSON object" in system
@@ -141,8 +141,8 @@ def test_create_agent_with_tool_strategy(server: ScriptedServer, chat: ChatHerme
     assert state["structured_response"] == Forecast(**EXPECTED)
     first = server.bodies()[0]["messages"][0]["content"]
     assert "must call at least one function" in first  # tool_choice "any"
-    assert '"name": "Forecast"' in first
-    assert '"name": "get_weather"' in first
+    assert '"name":"Forecast"' in first
+    assert '"name":"get_weather"' in first
 
 
 def test_create_agent_with_provider_strategy(server: ScriptedServer, chat: ChatHermes) -> None:
@@ -156,4 +156,4 @@ def test_create_agent_with_provider_strategy(server: ScriptedServer, chat: ChatH
     assert state["messages"][-1].content == '{"city": "Oslo", "celsius": 4}'
     system = server.bodies()[1]["messages"][0]["content"]
     assert "reply with only a JSON object" in system
-    assert '"name": "get_weather"' in system
+    assert '"name":"get_weather"' in system

@@ -229,7 +229,7 @@ def test_structured_predict(server: ScriptedServer) -> None:
     forecast = llm.structured_predict(Forecast, PROMPT, city="Oslo")
     assert forecast == Forecast(city="Oslo", celsius=4)
     first = server.bodies()[0]["messages"][0]["content"]
-    assert '"name": "Forecast"' in first
+    assert '"name":"Forecast"' in first
     assert "must call at least one function" in first
     assert "You must call one of the tools" in server.bodies()[1]["messages"][-1]["content"]
     partials = list(llm.stream_structured_predict(Forecast, PROMPT, city="Oslo"))

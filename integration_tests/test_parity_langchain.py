@@ -72,14 +72,21 @@ class Person(BaseModel):
     age: int
 
 
-def pair(server: ScriptedServer, **options: Any) -> tuple[Any, Any]:
-    """Factories for the native model and ours, with the same options."""
+def pair(server: ScriptedServer, *, own_async_client: bool = False, **options: Any) -> Any:
+    """Factories for the native model and ours, with the same options. `own_async_client`
+    gives each model its own `httpx.AsyncClient`: ChatOpenAI otherwise shares one per process,
+    bound to the event loop of its first use, so a scenario that runs `asyncio.run` after an
+    earlier test's fails with "Event loop is closed" (the test below it records)."""
     options.setdefault("api_key", "k")
     options.setdefault("base_url", server.base_url)
     options.setdefault("max_retries", 0)
+
+    def extra() -> dict[str, Any]:
+        return {"http_async_client": httpx.AsyncClient()} if own_async_client else {}
+
     return (
-        lambda: ChatOpenAI(model="qwen-test", **options),
-        lambda: ChatHermes(model="qwen-test", **options),
+        lambda: ChatOpenAI(model="qwen-test", **options, **extra()),
+        lambda: ChatHermes(model="qwen-test", **options, **extra()),
     )
 
 
@@ -162,6 +169,32 @@ def test_every_timeout_shape_is_accepted(server: ScriptedServer, timeout: Any) -
         server, [say("Hi.")], *pair(server, timeout=timeout), lambda m: m.invoke("hi").text
     )
     assert native.result == ours.result == "Hi."
+
+
+def test_async_requests_go_through_the_callers_async_http_client(server: ScriptedServer) -> None:
+    seen: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        seen.append(request.url.path)
+
+    def make(cls: Any) -> Any:
+        return lambda: cls(
+            model="qwen-test",
+            base_url=server.base_url,
+            api_key="k",
+            max_retries=0,
+            http_async_client=httpx.AsyncClient(event_hooks={"request": [record]}),
+        )
+
+    native, ours = differential(
+        server,
+        [say("Hi.")],
+        make(ChatOpenAI),
+        make(ChatHermes),
+        lambda model: asyncio.run(model.ainvoke("hi")).text,
+    )
+    assert native.result == ours.result == "Hi."
+    assert seen == ["/v1/chat/completions"] * 2  # each side's request, through its client
 
 
 def test_the_endpoint_comes_from_openai_api_base(
@@ -260,35 +293,34 @@ def test_servers_that_reject_stream_options_or_send_no_usage(server: ScriptedSer
 def test_batch_and_async_in_several_event_loops(server: ScriptedServer) -> None:
     """On purpose, and better: each event loop gets its own async client. ChatOpenAI shares
     one across loops; `asyncio.run` after `asyncio.run` can then fail with "Event loop is
-    closed" (its outcome here is recorded, not required)."""
+    closed" (its outcome here is recorded, not required). Each side asks its own questions: a
+    request the native client wrote on a dead loop's connection can reach the server late."""
 
-    def scenario(model: BaseChatModel) -> list[str]:
-        out = [m.text for m in model.batch(["a", "b"])]
-        for _ in range(3):
+    def scenario(model: BaseChatModel, side: str) -> list[str]:
+        out = [m.text for m in model.batch([f"{side} 0", f"{side} 1"])]
+
+        async def streamed(question: str) -> str:
+            return "".join([c.text async for c in model.astream(question)])
+
+        async def whole(question: str) -> str:
+            return (await model.ainvoke(question)).text
+
+        for number, ask in enumerate([whole, whole, whole, streamed, streamed], start=2):
             try:
-                out.append(asyncio.run(model.ainvoke("c")).text)
-            except (ModelError, RuntimeError) as error:  # the native client's outcome varies
-                out.append(f"failed: {error.__cause__ or error}")
-        for _ in range(2):
-
-            async def streamed() -> str:
-                return "".join([c.text async for c in model.astream("d")])
-
-            try:
-                out.append(asyncio.run(streamed()))
+                out.append(asyncio.run(ask(f"{side} {number}")))
             except (ModelError, RuntimeError) as error:  # the native client's outcome varies
                 out.append(f"failed: {error.__cause__ or error}")
         return out
 
     answers = [f"answer {i}." for i in range(7)]
     results = []
-    for make in pair(server):
+    for side, make in zip(("native", "ours"), pair(server), strict=True):
         server.reset()
         server.fallback = Reply("no scripted reply left")
-        server.script(*answers)
-        results.append(scenario(make()))
+        server.script(*(Reply(a, match=f"{side} {i}") for i, a in enumerate(answers)))
+        results.append(scenario(make(), side))
     native, ours = results
-    assert sorted(ours[:2]) == sorted(native[:2]) == answers[:2]  # batch: in any order
+    assert native[:2] == ours[:2] == answers[:2]
     assert ours[2:] == answers[2:]
 
 
@@ -317,6 +349,19 @@ def test_several_choices_streamed_give_the_first(server: ScriptedServer) -> None
 PARIS_AND_ROME = (
     'Paris first.\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 )
+
+
+def test_a_reply_cut_by_length_says_so(server: ScriptedServer) -> None:
+    def scenario(model: BaseChatModel) -> list[Any]:
+        whole = model.invoke("hi")
+        streamed = sum(model.stream("hi"), start=AIMessageChunk(""))
+        return [observed(whole), streamed.text, streamed.response_metadata.get("finish_reason")]
+
+    turns = [say("It is twenty", finish_reason="length")] * 2
+    native, ours = differential(server, turns, *pair(server), scenario)
+    assert native.result == ours.result
+    assert ours.result[0]["finish_reason"] == ours.result[2] == "length"
+
 
 # -- agents ---------------------------------------------------------------------------------
 
@@ -434,7 +479,8 @@ def test_agents_run_parallel_calls_and_answer(server: ScriptedServer) -> None:
 
 def test_an_invalid_call_is_reported_to_the_model_alike(server: ScriptedServer) -> None:
     """The native server sends arguments that are not JSON; our model writes a call that is
-    not JSON (repair off). Both agents answer it with an error and go on."""
+    not JSON (repair off). Both give an invalid call with a reason; `create_agent` routes
+    only valid calls to its tools, so both runs end there and nothing runs."""
     native_reply = Reply(
         "",
         tool_calls=[
@@ -452,20 +498,32 @@ def test_an_invalid_call_is_reported_to_the_model_alike(server: ScriptedServer) 
 
     def scenario(model: BaseChatModel) -> list[Any]:
         RAN.clear()
-        message = model.bind_tools([get_weather]).invoke("Paris?")
+        bound = model.bind_tools([get_weather])
+        message = bound.invoke("Paris?")
         agent = create_agent(model, [get_weather])
         state = agent.invoke({"messages": [HumanMessage("Paris?")]})
-        return [observed(message), [type(m).__name__ for m in state["messages"]], list(RAN)]
+        again = bound.invoke([HumanMessage("Paris?"), message, HumanMessage("Try again.")])
+        return [
+            observed(message),
+            [type(m).__name__ for m in state["messages"]],
+            list(RAN),
+            again.text,
+        ]
 
     results = []
     for make, replies in (
-        (pair(server)[0], [native_reply] * 2),
-        (pair(server, repair_attempts=0)[1], [hermes_reply] * 2),
+        (pair(server)[0], [native_reply, native_reply, "Sorry."]),
+        (pair(server, repair_attempts=0)[1], [hermes_reply, hermes_reply, "Sorry."]),
     ):
         server.reset()
         server.script(*replies)
         results.append(scenario(make()))
     native, ours = results
+    # Our invalid call goes back into the history as the model wrote it.
+    written_back = server.bodies()[2]["messages"][2]
+    assert written_back["role"] == "assistant"
+    assert hermes_reply.text in written_back["content"]
+    assert '"arguments": {"name"' not in written_back["content"]
     # On purpose: finish_reason is "tool_calls" only for a reply with a call that can run.
     assert native[0].pop("finish_reason") == "tool_calls"
     assert ours[0].pop("finish_reason") == "stop"
@@ -562,9 +620,12 @@ def test_a_tool_strategy_agent_whose_model_never_calls(server: ScriptedServer) -
     assert isinstance(ours.result, ToolCallRequiredError)
 
 
-def test_a_required_call_that_comes_on_the_retry_leaves_no_trace(server: ScriptedServer) -> None:
+@pytest.mark.parametrize("choice", ["any", "required", "get_weather"])
+def test_a_required_call_that_comes_on_the_retry_leaves_no_trace(
+    server: ScriptedServer, choice: str
+) -> None:
     def scenario(model: BaseChatModel) -> Any:
-        return model.bind_tools([get_weather], tool_choice="any").invoke("Paris?")
+        return model.bind_tools([get_weather, convert], tool_choice=choice).invoke("Paris?")
 
     native, ours = differential(
         server,
@@ -578,6 +639,12 @@ def test_a_required_call_that_comes_on_the_retry_leaves_no_trace(server: Scripte
     }
     assert ours.result.text == ""  # the prose was the rejected attempt
     assert ours.result.response_metadata["repairs"][0]["reply"] == "It is sunny, I think."
+    assert "It is sunny" not in json.dumps(ours.result.tool_calls)
+    retry = ours.bodies[1]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": "It is sunny, I think."}
+    assert retry[-1]["role"] == "user"  # asked again, naming what is required
+    if choice == "get_weather":
+        assert "get_weather" in retry[-1]["content"]
 
 
 # -- history and tool choice ----------------------------------------------------------------
@@ -628,6 +695,105 @@ def test_parallel_calls_off_keeps_the_first_call(server: ScriptedServer) -> None
     assert json.loads(dropped["arguments"]) == {"city": "Rome"}
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_agent_with_parallel_calls_off_runs_the_first_call(
+    server: ScriptedServer, streaming: bool
+) -> None:
+    """`create_react_agent` with a model bound with `parallel_tool_calls=False`: the dropped
+    call neither runs nor comes back as a failed tool, and the kept one is written back into
+    the next turn as the call it is."""
+    from langgraph.prebuilt import create_react_agent
+
+    def scenario(model: BaseChatModel) -> list[Any]:
+        RAN.clear()
+        bound = model.bind_tools([get_weather], parallel_tool_calls=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+            agent = create_react_agent(bound, [get_weather])
+        question = {"messages": [HumanMessage("Paris and Rome?")]}
+        if streaming:
+            states = [
+                data
+                for mode, data in agent.stream(question, stream_mode=["messages", "values"])
+                if mode == "values"
+            ]
+            messages = states[-1]["messages"]
+        else:
+            messages = agent.invoke(question)["messages"]
+        return [
+            list(RAN),
+            [
+                (
+                    type(m).__name__,
+                    m.text,
+                    [(c["name"], c["args"]) for c in getattr(m, "tool_calls", [])],
+                    len(getattr(m, "invalid_tool_calls", [])),
+                )
+                for m in messages
+            ],
+        ]
+
+    two = Turn("", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})])
+    answer = say("Paris is 21 C; one city at a time.")
+    native, ours = differential(
+        server,
+        [call("get_weather", {"city": "Paris"}), answer],
+        *pair(server, streaming=streaming),
+        scenario,
+        hermes_turns=[two.hermes(), answer.hermes()],
+    )
+    assert native.result == ours.result
+    assert ours.result[0] == [("get_weather", {"city": "Paris"})]
+    assert [kind for kind, *_ in ours.result[1]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+    ]
+    written_back = ours.bodies[1]["messages"][2]
+    assert written_back["role"] == "assistant"
+    assert "Rome" not in written_back["content"]
+    (block,) = written_back["content"].split("<tool_call>")[1:]
+    assert json.loads(block.split("</tool_call>")[0]) == {
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_strict_tools_check_every_argument(server: ScriptedServer, strict: bool) -> None:
+    """Arguments are always checked against the schema; `strict=True` (as ChatOpenAI marks the
+    schema: no properties beyond those given) also refuses a key the tool does not have. A
+    native server enforcing strict sends only fitting arguments; our model wrote an extra key
+    and is asked again."""
+    extra = {"city": "Paris", "when": "now"}
+    native_args = {"city": "Paris"} if strict else extra
+    hermes = [call("get_weather", extra).hermes()]
+    if strict:
+        hermes.append(call("get_weather", {"city": "Paris"}).hermes())
+
+    def scenario(model: BaseChatModel) -> Any:
+        return observed(model.bind_tools([get_weather], strict=strict).invoke("Paris?"))
+
+    native, ours = differential(
+        server,
+        [call("get_weather", native_args)],
+        *pair(server),
+        scenario,
+        hermes_turns=hermes,
+    )
+    if not strict:
+        assert native.result == ours.result
+    if strict:
+        # On purpose: the usage of a reply that took a repair counts both requests.
+        assert native.result | {"usage": None} == ours.result | {"usage": None}
+        assert native.bodies[0]["tools"][0]["function"]["strict"] is True
+        assert (
+            "Additional properties are not allowed ('when' was unexpected)"
+            in (ours.bodies[1]["messages"][-1]["content"])
+        )
+
+
 def test_a_history_with_calls_and_no_tools_bound(server: ScriptedServer) -> None:
     history = [
         HumanMessage("Paris?"),
@@ -664,20 +830,28 @@ OVERFLOW = "This model's maximum context length is 4096 tokens. (context_length_
         (500, "boom"),
     ],
 )
-@pytest.mark.parametrize("stream", [False, True])
-def test_errors_by_status_code(
-    server: ScriptedServer, status: int, text: str, stream: bool
-) -> None:
+@pytest.mark.parametrize("way", ["invoke", "stream", "ainvoke", "astream"])
+def test_errors_by_status_code(server: ScriptedServer, status: int, text: str, way: str) -> None:
+    async def astream(model: BaseChatModel) -> None:
+        async for _ in model.astream("hi"):
+            pass
+
     def scenario(model: BaseChatModel) -> list[str]:
         try:
-            list(model.stream("hi")) if stream else model.invoke("hi")
+            if way == "invoke":
+                model.invoke("hi")
+            elif way == "stream":
+                list(model.stream("hi"))
+            elif way == "ainvoke":
+                asyncio.run(model.ainvoke("hi"))
+            else:
+                asyncio.run(astream(model))
         except Exception as error:  # what the user catches
             return kinds(error)
         return []
 
-    native, ours = differential(
-        server, [Turn(text, options={"status": status})], *pair(server), scenario
-    )
+    models = pair(server, own_async_client=way.startswith("a"))
+    native, ours = differential(server, [Turn(text, options={"status": status})], *models, scenario)
     assert native.result == ours.result
     assert "ModelError" in ours.result
     if text == OVERFLOW:

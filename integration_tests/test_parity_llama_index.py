@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -71,10 +72,14 @@ def pair(server: ScriptedServer, **options: Any) -> tuple[Any, Any]:
     options.setdefault("api_base", server.base_url)
     options.setdefault("max_retries", 0)
     return (
-        lambda: OpenAILike(
-            model="qwen-test", is_chat_model=True, is_function_calling_model=True, **options
+        lambda **more: OpenAILike(
+            model="qwen-test",
+            is_chat_model=True,
+            is_function_calling_model=True,
+            **options,
+            **more,
         ),
-        lambda: HermesLLM(model="qwen-test", **options),
+        lambda **more: HermesLLM(model="qwen-test", **options, **more),
     )
 
 
@@ -135,16 +140,44 @@ def test_reasoning_effort_is_sent(server: ScriptedServer) -> None:
     assert ours.bodies[0]["reasoning_effort"] == "low"
 
 
-def test_a_new_client_per_request(server: ScriptedServer) -> None:
+@pytest.mark.parametrize("reuse", [True, False])
+def test_reuse_client(server: ScriptedServer, reuse: bool) -> None:
+    """`reuse_client=False` opens a connection per request; True keeps one alive."""
+
     def scenario(llm: Any) -> list[str]:
         first = llm.chat(user("a")).message.content
-        second = "".join(r.delta for r in llm.stream_chat(user("b")))
-        third = asyncio.run(llm.achat(user("c"))).message.content
+        second = llm.chat(user("b")).message.content
+        third = "".join(r.delta for r in llm.stream_chat(user("c")))
         return [first, second, third]
 
     turns = [say("one."), say("two."), say("three.")]
-    native, ours = differential(server, turns, *pair(server, reuse_client=False), scenario)
+    native, ours = differential(server, turns, *pair(server, reuse_client=reuse), scenario)
     assert native.result == ours.result == ["one.", "two.", "three."]
+    for run in (native, ours):
+        first, second, _ = run.ports
+        assert (first == second) is reuse
+
+
+def test_async_requests_go_through_the_callers_async_http_client(server: ScriptedServer) -> None:
+    seen: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        seen.append(request.url.path)
+
+    def make(factory: Any) -> Any:
+        client = {"async_http_client": httpx.AsyncClient(event_hooks={"request": [record]})}
+        return lambda: factory(**client)
+
+    native, ours = (make(factory) for factory in pair(server))
+    native_run, ours_run = differential(
+        server,
+        [say("Hi.")],
+        native,
+        ours,
+        lambda llm: asyncio.run(llm.achat(user("hi"))).message.content,
+    )
+    assert native_run.result == ours_run.result == "Hi."
+    assert seen == ["/v1/chat/completions"] * 2
 
 
 def test_settings_changed_after_construction_take_effect(server: ScriptedServer) -> None:
@@ -238,32 +271,46 @@ def test_several_choices_give_the_first(server: ScriptedServer) -> None:
     assert native.result[1] != "First."
 
 
+def test_a_reply_cut_by_length_says_so(server: ScriptedServer) -> None:
+    def scenario(llm: Any) -> list[Any]:
+        whole = llm.chat(user("hi"))
+        streamed = list(llm.stream_chat(user("hi")))
+        finishes = [r.raw.choices[0].finish_reason for r in streamed if r.raw.choices]
+        return [whole.message.content, whole.raw.choices[0].finish_reason, finishes[-1]]
+
+    turns = [say("It is twenty", finish_reason="length")] * 2
+    native, ours = differential(server, turns, *pair(server), scenario)
+    assert native.result == ours.result == ["It is twenty", "length", "length"]
+
+
 def test_async_in_several_event_loops(server: ScriptedServer) -> None:
     """On purpose, and better: each event loop gets its own async client. OpenAILike keeps the
     first loop's; `asyncio.run` after `asyncio.run` then fails with "Event loop is closed"
-    (its outcome here is recorded, not required)."""
+    (its outcome here is recorded, not required). Each side asks its own questions: a request
+    the native client wrote on a dead loop's connection can reach the server late."""
 
-    def scenario(llm: Any) -> list[Any]:
-        async def streamed() -> str:
-            return "".join([r.delta async for r in await llm.astream_chat(user("s"))])
+    def scenario(llm: Any, side: str) -> list[Any]:
+        async def streamed(question: str) -> str:
+            return "".join([r.delta async for r in await llm.astream_chat(user(question))])
+
+        async def whole(question: str) -> str:
+            return str((await llm.achat(user(question))).message.content)
 
         out = []
-        for ask in [lambda: llm.achat(user("a")), lambda: llm.achat(user("b")), streamed, streamed]:
+        for number, ask in enumerate([whole, whole, streamed, streamed]):
             try:
-                result = asyncio.run(ask())
+                out.append(asyncio.run(ask(f"{side} {number}")))
             except (openai.APIConnectionError, RuntimeError) as error:  # native: varies
                 out.append(f"failed: {error.__cause__ or error}")
-            else:
-                out.append(result if isinstance(result, str) else result.message.content)
         return out
 
     answers = [f"answer {i}." for i in range(4)]
     results = []
-    for make in pair(server):
+    for side, make in zip(("native", "ours"), pair(server), strict=True):
         server.reset()
         server.fallback = Reply("no scripted reply left")
-        server.script(*answers)
-        results.append(scenario(make()))
+        server.script(*(Reply(a, match=f"{side} {i}") for i, a in enumerate(answers)))
+        results.append(scenario(make(), side))
     native, ours = results
     assert ours == answers
     assert native[0] == answers[0]
@@ -336,15 +383,55 @@ def test_function_agent_with_parallel_calls(server: ScriptedServer, streaming: b
     assert native.result == ours.result
 
 
-def test_a_repaired_call_leaves_no_trace_in_an_agent(server: ScriptedServer) -> None:
-    turns = [call("get_weather", {"city": "Paris"}, "Checking."), say("21 C in Paris.")]
-    broken = (
-        'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": }}\n</tool_call>'
+BROKEN = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": }}\n</tool_call>'
+
+
+def test_a_repaired_call_leaves_no_trace_in_the_response(server: ScriptedServer) -> None:
+    """The rejected attempt is in neither the message nor the stream (its text and reason are
+    kept in `additional_kwargs["repairs"]`)."""
+    good = call("get_weather", {"city": "Paris"}, "Checking.")
+
+    def scenario(llm: Any) -> list[Any]:
+        whole = llm.chat_with_tools([WEATHER], "Paris?")
+        streamed = list(llm.stream_chat_with_tools([WEATHER], "Paris?"))
+        return [
+            observed(whole),
+            observed(streamed[-1]),
+            "".join(r.delta or "" for r in streamed),
+            [s.tool_name for s in llm.get_tool_calls_from_response(whole)],
+        ]
+
+    native, ours = differential(
+        server,
+        [good, good],
+        *pair(server),
+        scenario,
+        hermes_turns=[
+            BROKEN,
+            good.hermes(),
+            Reply(BROKEN, chunks=3),
+            replace(good.hermes(), chunks=3),
+        ],
     )
+    # On purpose: the usage of a reply that took a repair counts both requests.
+    for result in (native.result, ours.result):
+        for response in result[:2]:
+            response.pop("counts")
+    assert native.result == ours.result
+    assert ours.result[2] == "Checking."  # once, not once per attempt
+    assert "invalid call" not in json.dumps(ours.result)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_repaired_call_leaves_no_trace_in_an_agent(
+    server: ScriptedServer, streaming: bool
+) -> None:
+    turns = [call("get_weather", {"city": "Paris"}, "Checking."), say("21 C in Paris.")]
+    broken = BROKEN
 
     def scenario(llm: Any) -> list[Any]:
         RAN.clear()
-        agent = FunctionAgent(tools=[WEATHER], llm=llm)
+        agent = FunctionAgent(tools=[WEATHER], llm=llm, streaming=streaming)
 
         async def run() -> list[Any]:
             handler = agent.run("Paris?")
@@ -500,6 +587,116 @@ def test_strict_tools_are_accepted(server: ScriptedServer) -> None:
     )
     assert observed(native.result) == observed(ours.result)
     assert native.bodies[0]["tools"][0]["function"]["strict"] is True
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_function_agent_with_parallel_calls_off_runs_the_first_call(
+    server: ScriptedServer, streaming: bool
+) -> None:
+    """A native server honouring `parallel_tool_calls=False` sends one call; our model wrote
+    two. The second is dropped: it never runs, and no failed tool call stands in for it."""
+    two = Turn("Checking.", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})])
+    answer = say("Paris is 21 C.")
+
+    def scenario(llm: Any) -> list[Any]:
+        RAN.clear()
+        agent = FunctionAgent(
+            tools=[WEATHER], llm=llm, streaming=streaming, allow_parallel_tool_calls=False
+        )
+
+        async def run() -> list[Any]:
+            handler = agent.run("Paris and Rome?")
+            events = [e async for e in handler.stream_events()]
+            results = [
+                (e.tool_name, e.tool_kwargs, str(e.tool_output))
+                for e in events
+                if isinstance(e, ToolCallResult)
+            ]
+            streamed = "".join(e.delta for e in events if isinstance(e, AgentStream))
+            return [str(await handler), results, streamed]
+
+        return [*asyncio.run(run()), list(RAN)]
+
+    native, ours = differential(
+        server,
+        [call("get_weather", {"city": "Paris"}, "Checking."), answer],
+        *pair(server),
+        scenario,
+        hermes_turns=[two.hermes(), answer.hermes()],
+    )
+    assert native.result == ours.result
+    assert ours.result[1] == [("get_weather", {"city": "Paris"}, "21 C")]
+    assert native.bodies[0]["parallel_tool_calls"] is False
+    assert "parallel_tool_calls" not in ours.bodies[0]  # applied to the reply, not sent
+    written_back = ours.bodies[1]["messages"][2]
+    assert written_back["role"] == "assistant"
+    assert "Rome" not in written_back["content"]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_strict_tools_check_every_argument(server: ScriptedServer, strict: bool) -> None:
+    """Arguments are always checked against the schema; `strict=True` (as OpenAI's LLM marks
+    the schema: no properties beyond those given) also refuses a key the tool does not have.
+    A native server enforcing strict sends only fitting arguments; our model wrote an extra
+    key and is asked again."""
+    extra = {"city": "Paris", "when": "now"}
+    hermes = [call("get_weather", extra).hermes()]
+    if strict:
+        hermes.append(call("get_weather", {"city": "Paris"}).hermes())
+
+    def scenario(llm: Any) -> dict[str, Any]:
+        response = llm.chat_with_tools([WEATHER], "Paris?", strict=strict)
+        return observed(response) | {"counts": None}  # a repair's usage counts both requests
+
+    native, ours = differential(
+        server,
+        [call("get_weather", {"city": "Paris"} if strict else extra)],
+        *pair(server),
+        scenario,
+        hermes_turns=hermes,
+    )
+    assert native.result == ours.result
+    if strict:
+        assert native.bodies[0]["tools"][0]["function"]["strict"] is True
+        assert (
+            "Additional properties are not allowed ('when' was unexpected)"
+            in (ours.bodies[1]["messages"][-1]["content"])
+        )
+
+
+def test_a_history_with_calls_and_no_tools(server: ScriptedServer) -> None:
+    """Without tools the model may copy the call format it sees in the history: the copy is
+    not passed off as the answer's text."""
+    history = [
+        ChatMessage(role="user", content="Paris?"),
+        ChatMessage(
+            role="assistant",
+            blocks=[
+                ToolCallBlock(
+                    tool_call_id="c1", tool_name="get_weather", tool_kwargs={"city": "Paris"}
+                )
+            ],
+        ),
+        ChatMessage(role="tool", content="21 C", additional_kwargs={"tool_call_id": "c1"}),
+        ChatMessage(role="user", content="Thanks. Summarize."),
+    ]
+    copied = call("get_weather", {"city": "Paris"}, "21 C in Paris.").hermes()
+
+    def scenario(llm: Any) -> list[Any]:
+        whole = llm.chat(history)
+        streamed = "".join(r.delta or "" for r in llm.stream_chat(history))
+        return [whole.message.content, streamed]
+
+    native, ours = differential(
+        server,
+        [say("21 C in Paris."), say("21 C in Paris.")],
+        *pair(server),
+        scenario,
+        hermes_turns=[copied, replace(copied, chunks=5)],
+    )
+    assert native.result == ours.result == ["21 C in Paris.", "21 C in Paris."]
+    assert native.bodies[0]["messages"][1]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert "get_weather" in ours.bodies[0]["messages"][1]["content"]  # written back as text
 
 
 # -- errors ---------------------------------------------------------------------------------

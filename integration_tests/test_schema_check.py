@@ -25,7 +25,11 @@ def _call(arguments: object, name: str = "get_weather") -> str:
 @pytest.mark.parametrize(
     ("arguments", "reason"),
     [
-        ({"city": ["Paris", "Rome"]}, "arguments.city do not fit the schema of get_weather"),
+        (
+            {"city": ["Paris", "Rome"]},
+            "arguments.city do not fit the schema of get_weather: ['Paris', 'Rome'] is not of "
+            "type 'string'; to act on several values, write one call to get_weather for each",
+        ),
         ({"unit": "celsius"}, "'city' is a required property"),
         ({"city": "Paris", "unit": "kelvin"}, "'kelvin' is not one of ['celsius', 'fahrenheit']"),
     ],

@@ -200,6 +200,17 @@ def test_raw_sse_with_httpx(server: ScriptedServer, proxy: RunningProxy) -> None
     assert len(second_pieces) > 1
 
 
+def test_a_client_given_the_address_without_v1_gets_tool_calls_too(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(PARALLEL_CALLS)
+    with OpenAI(base_url=proxy.url, api_key="k", max_retries=0) as client:
+        completion = client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+    assert_parallel_calls(completion.choices[0].message)
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert_plain_chat_upstream(server)
+
+
 def test_a_request_without_tools_goes_through_untouched(
     server: ScriptedServer, proxy: RunningProxy
 ) -> None:

@@ -21,7 +21,15 @@ from openai import OpenAI
 
 from endpoint_helpers import QUESTION, TOOLS
 from scripted_server import Reply, ScriptedServer
-from serve_helpers import RunningProxy, error_of, proxy_for, sse_events, wait_for
+from serve_helpers import (
+    RawUpstream,
+    RunningProxy,
+    ServeProcess,
+    error_of,
+    proxy_for,
+    sse_events,
+    wait_for,
+)
 
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 LONG_ANSWER = "The weather in Paris is mild. " * 40  # 300 chunks of 4 characters
@@ -169,6 +177,25 @@ def test_a_cut_upstream_stream_ends_with_an_error_event_not_done(
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
 
 
+def test_an_error_event_from_the_upstream_ends_the_stream_with_it(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(Reply(LONG_ANSWER, chunks=4, error_after=10), Reply(CALL, error_after=3))
+    events = stream_events(proxy)
+    assert "[DONE]" not in events
+    *chunks, last = (json.loads(event) for event in events)
+    assert last["error"]["message"] == "scripted failure mid-stream"  # the upstream's words
+    assert LONG_ANSWER.startswith(
+        "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    )
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    stream = client.chat.completions.create(
+        model="qwen", messages=QUESTION, tools=TOOLS, stream=True
+    )
+    with pytest.raises(openai.APIError, match="scripted failure mid-stream"):
+        list(stream)
+
+
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
@@ -188,6 +215,109 @@ def test_the_sdk_raises_on_a_broken_stream(
     with pytest.raises(openai.APIError, match=message):
         received.extend(stream)
     assert all(c.choices[0].finish_reason is None for c in received if c.choices)
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_passed_through_answer_cut_short_is_cut_for_the_client_too(
+    framing: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ending the body where the upstream stopped would pass half an answer off as whole:
+    the client's connection breaks as the upstream's did."""
+    caplog.set_level(logging.INFO, logger="hermes_tools.serve")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    part = b'{"object": "list", "data": [{"id": "a"'
+    if framing == "content-length":
+        answer = head + b"Content-Length: 500\r\n\r\n" + part
+    else:
+        answer = head + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(part), part)
+    upstream = RawUpstream(answer, answer).start()
+    proxy = RunningProxy(proxy_for(upstream.base_url)).start()
+    try:
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.get(proxy.base_url + "/models")
+        with pytest.raises(openai.APIConnectionError):
+            OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0).models.list()
+        assert httpx.get(proxy.url + "/health").status_code == 200  # the worker lives on
+    finally:
+        proxy.stop()
+        upstream.stop()
+    assert len(upstream.requests) == 2
+    assert "GET /v1/models status=200 error=upstream_cut" in caplog.text
+
+
+def test_the_command_logs_a_cut_answer_in_its_request_line_without_a_traceback() -> None:
+    part = b'{"object": "list", "data": ['
+    upstream = RawUpstream(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n" + part
+    ).start()
+    serve = ServeProcess("--upstream", upstream.base_url)
+    try:
+        serve.wait_until_healthy()
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.get(serve.url + "/v1/models")
+        assert wait_for(lambda: "error=upstream_cut" in "".join(serve.output))
+    finally:
+        output = serve.stop()
+        upstream.stop()
+    assert "GET /v1/models status=200 error=upstream_cut" in output
+    assert "Traceback" not in output
+
+
+def test_an_upstream_error_page_becomes_an_openai_error_on_chat_and_passes_elsewhere() -> None:
+    page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    answer = (
+        b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
+        b"Connection: close\r\n\r\n%s" % (len(page), page)
+    )
+    upstream = RawUpstream(answer, answer).start()
+    proxy = RunningProxy(proxy_for(upstream.base_url)).start()
+    try:
+        client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as raised:
+            client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+        models = httpx.get(proxy.base_url + "/models")
+    finally:
+        proxy.stop()
+        upstream.stop()
+    assert raised.value.status_code == 502
+    assert raised.value.body == {
+        "message": page.decode(),
+        "type": "upstream_error",
+        "param": None,
+        "code": "502",
+    }
+    assert models.status_code == 502  # passed through as it came
+    assert models.headers["content-type"] == "text/html"
+    assert models.content == page
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_required_call_the_model_never_makes_is_the_upstreams_failure(
+    server: ScriptedServer,
+    proxy: RunningProxy,
+    stream: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not the client's mistake (a 400 it would not retry), nor the proxy's: the model's
+    answer was unusable, as from a bad gateway."""
+    caplog.set_level(logging.INFO, logger="hermes_tools.serve")
+    server.script(Reply("No idea.", chunks=3), Reply("Still no idea.", chunks=3))
+    if stream:
+        events = stream_events(proxy, tool_choice="required")
+        assert "[DONE]" not in events
+        *chunks, last = (json.loads(event) for event in events)
+        assert not any(c["choices"][0]["delta"].get("content") for c in chunks)
+        error = last["error"]
+    else:
+        response = chat(proxy, tool_choice="required")
+        assert response.status_code == 502
+        error = error_of(response)
+    assert error["code"] == "tool_call_required"
+    assert "requires a call to a tool" in error["message"]
+    assert "Still no idea." in error["message"]
+    assert len(server.requests) == 2  # asked again once, as configured
+    assert wait_for(lambda: "error=tool_call_required" in caplog.text)
+    assert "Traceback" not in caplog.text
 
 
 # -- requests that cannot work -------------------------------------------------------------------

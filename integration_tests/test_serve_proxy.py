@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import logging
 import re
@@ -15,7 +16,7 @@ from openai import AsyncOpenAI, OpenAI
 
 from endpoint_helpers import QUESTION, TOOLS
 from scripted_server import Reply, ScriptedServer
-from serve_helpers import RunningProxy, ServeProcess, error_of, wait_for
+from serve_helpers import RawUpstream, RunningProxy, ServeProcess, error_of, proxy_for, wait_for
 
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 
@@ -38,6 +39,64 @@ def test_models_and_other_paths_pass_through_unchanged(
     assert paths == ["/v1/models?limit=5", "/v1/embeddings", "/metrics"]  # query kept
     assert server.requests[0].headers["x-trace"] == "abc"
     assert server.requests[1].body == embedding
+
+
+def test_a_passed_through_answer_keeps_its_headers_and_bytes() -> None:
+    body = gzip.compress(b'{"object": "list", "data": [{"id": "m", "object": "model"}]}')
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        b"X-Request-Id: req-7\r\nX-Served-By: node-3\r\nContent-Length: %d\r\n"
+        b"Connection: close\r\n\r\n%s" % (len(body), body)
+    )
+    upstream = RawUpstream(answer).start()
+    proxy = RunningProxy(proxy_for(upstream.base_url)).start()
+    try:
+        response = httpx.get(proxy.base_url + "/models")
+    finally:
+        proxy.stop()
+        upstream.stop()
+    assert response.headers["x-request-id"] == "req-7"
+    assert response.headers["x-served-by"] == "node-3"
+    assert response.headers["content-encoding"] == "gzip"
+    assert response.json() == {"object": "list", "data": [{"id": "m", "object": "model"}]}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_chat_answer_carries_the_upstreams_request_id_and_rate_limits(
+    server: ScriptedServer, proxy: RunningProxy, stream: bool
+) -> None:
+    headers = {
+        "x-request-id": "req-42",
+        "x-ratelimit-remaining-requests": "99",
+        "x-served-by": "gpu-3",  # the upstream's own business
+    }
+    server.script(Reply(CALL, headers=headers, chunks=5))
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(
+        model="qwen", messages=QUESTION, tools=TOOLS, stream=stream
+    )
+    assert raw.headers["x-request-id"] == "req-42"
+    assert raw.headers["x-ratelimit-remaining-requests"] == "99"
+    assert "x-served-by" not in raw.headers
+    if stream:
+        assert any(c.choices and c.choices[0].delta.tool_calls for c in raw.parse())
+    else:
+        completion = raw.parse()
+        assert completion._request_id == "req-42"
+        assert completion.choices[0].message.tool_calls
+
+
+def test_after_a_repair_the_answer_carries_the_repairs_request_id(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    broken = '<tool_call>{"name": "get_weather", "arguments": {"city": }}</tool_call>'
+    server.script(
+        Reply(broken, headers={"x-request-id": "first"}),
+        Reply(CALL, headers={"x-request-id": "repair"}),
+    )
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    completion = client.chat.completions.create(model="qwen", messages=QUESTION, tools=TOOLS)
+    assert completion._request_id == "repair"  # the request whose answer this is
 
 
 def test_health(proxy: RunningProxy) -> None:
@@ -136,7 +195,7 @@ def test_model_rules_choose_the_format(
     prompts = [body["messages"][0]["content"] for body in server.bodies()]
     assert "<function=" in prompts[2]
     assert "<function=" not in prompts[3]
-    assert '{"name": "function_name"' in prompts[3]
+    assert '{"name": <function-name>' in prompts[3]
 
 
 # -- the log ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import hermes_tools
 from hermes_tools import (
     FormatOptionError,
     HermesFormat,
@@ -30,11 +31,33 @@ def tool_lines(prompt: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in inside.splitlines()]
 
 
-def test_tools_are_listed_one_json_object_per_line_in_openai_shape() -> None:
-    lines = tool_lines(FMT.system_prompt(TOOLS))
+def test_tools_are_listed_one_compact_json_function_per_line() -> None:
+    prompt = FMT.system_prompt(TOOLS)
+    lines = tool_lines(prompt)
+    assert [line["name"] for line in lines] == ["get_weather", "get_time"]
+    assert lines[1] == {"name": "get_time", "parameters": {"type": "object", "properties": {}}}
+    assert '{"name":"get_weather","parameters":{"type":"object",' in prompt  # fewer tokens
+
+
+def test_a_template_gets_the_tools_in_openai_shape() -> None:
+    prompt = HermesFormat(template="<tools>\n{tools}\n</tools>").system_prompt(TOOLS)
+    lines = tool_lines(prompt)
     assert [line["function"]["name"] for line in lines] == ["get_weather", "get_time"]
     assert all(line["type"] == "function" for line in lines)
-    assert lines[1]["function"]["parameters"] == {"type": "object", "properties": {}}
+
+
+def test_the_earlier_prompt_stays_reachable() -> None:
+    prompt = HermesFormat(template=hermes_tools.legacy_template()).system_prompt(TOOLS)
+    assert prompt.startswith("# Tools\n\nYou can call functions to help with the user's request.")
+    assert "Each result comes back to you inside <tool_response></tool_response>." in prompt
+    xml = HermesFormat(template=hermes_tools.legacy_template("qwen3_coder")).system_prompt(TOOLS)
+    assert "<function=function_name>" in xml
+
+
+def test_the_default_prompt_never_shows_the_results_tag() -> None:
+    # Small models told about <tool_response> write made-up results (bench/model_eval.py).
+    for syntax in ("json", "qwen3_coder"):
+        assert "tool_response" not in HermesFormat(syntax=syntax).system_prompt(TOOLS)
 
 
 def test_non_ascii_is_written_as_is() -> None:
@@ -47,7 +70,7 @@ def test_non_ascii_is_written_as_is() -> None:
 
 def test_json_syntax_teaches_name_and_arguments() -> None:
     prompt = FMT.system_prompt(TOOLS)
-    assert '<tool_call>\n{"name": "function_name", "arguments": {' in prompt
+    assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}' in prompt
 
 
 def test_qwen3_coder_syntax_teaches_function_and_parameter_tags() -> None:
@@ -63,7 +86,7 @@ def test_tool_choice_rules() -> None:
     assert "must call at least one" in FMT.system_prompt(TOOLS, "required")
     named = FMT.system_prompt(TOOLS, {"type": "function", "function": {"name": "get_time"}})
     assert "must call the function get_time" in named
-    assert [line["function"]["name"] for line in tool_lines(named)] == ["get_time"]
+    assert [line["name"] for line in tool_lines(named)] == ["get_time"]
     assert "at most one" in FMT.system_prompt(TOOLS, parallel_tool_calls=False)
     assert "at most one" not in FMT.system_prompt(TOOLS, parallel_tool_calls=True)
 
@@ -79,8 +102,11 @@ def test_bad_tool_choice_says_how_to_fix_it(choice: object) -> None:
 def test_custom_tags_instructions_and_template() -> None:
     tagged = HermesFormat(call_tag="fn_call", response_tag="fn_result").system_prompt(TOOLS)
     assert "<fn_call>" in tagged
-    assert "<fn_result></fn_result>" in tagged
     assert "<tool_call>" not in tagged
+    legacy = HermesFormat(
+        call_tag="fn_call", response_tag="fn_result", template=hermes_tools.legacy_template()
+    )
+    assert "<fn_result></fn_result>" in legacy.system_prompt(TOOLS)
     custom = HermesFormat(instructions="Call with <{call_tag}>.").system_prompt(TOOLS, "required")
     assert custom.endswith(
         "</tools>\n\nCall with <tool_call>.\nIn this reply you must call at least one function."

@@ -131,6 +131,14 @@ def test_serve_without_an_upstream_says_what_to_pass(capsys: pytest.CaptureFixtu
     assert error.startswith("hermes-tools: error: Say which endpoint to serve: --upstream")
 
 
+def test_serve_without_its_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if not installed
+    assert main(["serve", "--upstream", UPSTREAM]) == 2
+    assert "pip install 'hermes-tools[serve]'" in capsys.readouterr().err
+
+
 def test_serve_help_lists_the_options() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "hermes_tools.cli", "serve", "--help"],

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_tools import legacy_template
+from hermes_tools.prompt import JSON_INSTRUCTIONS
+
 QWEN_TEMPLATE = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
@@ -88,18 +91,22 @@ VARIANTS: dict[str, Variant] = {
     ]
 }
 PEERS = [name for name, variant in VARIANTS.items() if variant.peer]
+DEFAULT_RUN = ["default", *PEERS]
+VARIANTS["legacy"] = Variant(
+    "legacy", "hermes-tools' earlier default prompt", {"template": legacy_template()}
+)
 
-# -- candidates for the new default (experiments) ----------------------------------------------
-_MANY = "Write one <tool_call></tool_call> block for each call; a reply may hold several."
-_ANSWER = "Once you have the results you need, answer the user from them."
-_DIRECT = "If no function is needed, answer directly."
-_RESULTS = "The results come back inside <tool_response></tool_response> tags."
-CANDIDATES = {
-    "v2a": QWEN_TEMPLATE + f"\n\n{_MANY} {_RESULTS} {_ANSWER} {_DIRECT}",
-    "v2b": QWEN_TEMPLATE + f"\n\n{_MANY} {_ANSWER} {_DIRECT}",
-}
-for _name, _template in CANDIDATES.items():
-    VARIANTS[_name] = Variant(_name, "candidate", {"template": _template})
-VARIANTS["v2a-stop"] = Variant(
-    "v2a-stop", "candidate", {"template": CANDIDATES["v2a"]}, {"stop": ["<tool_response>"]}
+# -- experiments (not in the default run) ------------------------------------------------------
+_ONLY_WHEN = (
+    "Call a function only when the request needs one; for anything else, answer directly "
+    "without calling."
+)
+VARIANTS["x-only-when"] = Variant(
+    "x-only-when",
+    "experiment: the default, asking to call only when needed",
+    {
+        "instructions": JSON_INSTRUCTIONS.replace(
+            "If no function is needed, answer directly.", _ONLY_WHEN
+        )
+    },
 )

@@ -17,7 +17,9 @@ from evaluation.prompts import Variant
 from evaluation.tools import run_tool
 from hermes_tools import HermesFormat, wrap
 
-MAX_TOKENS = 256
+MAX_TOKENS = 160
+# Whether a reply calls a tool shows in its first tokens; prose past that only costs time.
+NO_CALL_MAX_TOKENS = 64
 
 
 @dataclass
@@ -95,7 +97,7 @@ def _converse(client: Any, model: str, variant: Variant, case: Case, outcome: Ou
             "messages": messages,
             "tools": case.tools,
             "temperature": 0,
-            "max_tokens": MAX_TOKENS,
+            "max_tokens": NO_CALL_MAX_TOKENS if case.kind in ("no_call", "none") else MAX_TOKENS,
             **variant.request,
         }
         if case.tool_choice is not None:

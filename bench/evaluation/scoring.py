@@ -99,6 +99,11 @@ def made_up_reached_user(outcome: Outcome) -> bool:
     return MADE_UP_RESULT.search(outcome.content) is not None
 
 
+def empty_reply(outcome: Outcome) -> bool:
+    """No call and no text: what a user sees when the reply was cut before anything useful."""
+    return outcome.error is None and not outcome.calls and not outcome.content.strip()
+
+
 def answered(case: Case, outcome: Outcome) -> bool:
     text = outcome.content.casefold()
     return not outcome.calls and all(part.casefold() in text for part in case.answer)
@@ -110,8 +115,8 @@ def succeeded(case: Case, outcome: Outcome) -> bool:
         return False
     if case.kind in CALL_KINDS:
         return exact(case, outcome)
-    if case.kind in NO_CALL_KINDS:
-        return not outcome.calls and not outcome.invalid_calls
+    if case.kind in NO_CALL_KINDS:  # and an answer: an empty reply helps nobody
+        return not outcome.calls and not outcome.invalid_calls and bool(outcome.content.strip())
     if case.kind == "answer":
         return answered(case, outcome)
     if case.kind == "agent":
@@ -147,6 +152,7 @@ def metrics(cases: list[Case], outcomes: list[Outcome]) -> dict[str, Any]:
         "parallel_exact": rate(("parallel",), exact),
         "all_exact": rate(CALL_KINDS, exact),
         "false_calls": rate(NO_CALL_KINDS, lambda c, o: bool(o.calls or o.invalid_calls)),
+        "no_call_answered": rate(NO_CALL_KINDS, succeeded),
         "answered": rate(("answer",), answered),
         "multi_turn": rate(("answer", "chain", "recovery"), succeeded),
         "choice": rate(("required", "named", "none", "one_call"), succeeded),
@@ -155,6 +161,7 @@ def metrics(cases: list[Case], outcomes: list[Outcome]) -> dict[str, Any]:
         "agent": rate(("agent",), succeeded),
         "made_up": Rate(sum(1 for _, o in pairs if made_up_result(o)), len(pairs)),
         "made_up_shown": Rate(sum(1 for _, o in pairs if made_up_reached_user(o)), len(pairs)),
+        "empty": Rate(sum(1 for _, o in pairs if empty_reply(o)), len(pairs)),
         "invalid": Rate(sum(1 for _, o in pairs if o.invalid_calls), len(pairs)),
         "repaired": Rate(len(repaired), len(pairs)),
         "repair_success": Rate(sum(1 for c, o in repaired if succeeded(c, o)), len(repaired)),

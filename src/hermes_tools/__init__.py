@@ -32,6 +32,7 @@ from hermes_tools.events import (
     ToolCallStart,
 )
 from hermes_tools.format import HermesFormat
+from hermes_tools.prompt import legacy_template
 from hermes_tools.stream_parser import ParserClosedError, StreamParser, parse
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ __all__ = [
     "ToolCallStart",
     "ToolDefinitionError",
     "WrongTypeError",
+    "legacy_template",
     "parse",
     "wrap",
 ]

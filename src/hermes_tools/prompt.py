@@ -12,13 +12,47 @@ from hermes_tools.tools import ToolSpec
 
 Syntax = Literal["json", "qwen3_coder"]
 
+# The default wording is the tool-calling wording Qwen2.5 and Hermes-style models were trained
+# on, plus the sentences the evaluation on real models showed they need (bench/model_eval.py):
+# one block per call (parallel calls), answer from the results (no call repeated after its
+# result), answer directly when no function is needed (fewer calls on small talk). It never
+# mentions the results' tag: a prompt that does makes small models write made-up results.
 _PREAMBLE = (
+    "# Tools\n\n"
+    "You may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:"
+)
+
+_HOW_TO_USE = (
+    "Write one <{call_tag}></{call_tag}> block for each call; a reply may hold several. "
+    "Once you have the results you need, answer the user from them. "
+    "If no function is needed, answer directly."
+)
+
+JSON_INSTRUCTIONS = (
+    "For each function call, return a json object with function name and arguments within "
+    "<{call_tag}></{call_tag}> XML tags:\n"
+    "<{call_tag}>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n'
+    "</{call_tag}>\n\n" + _HOW_TO_USE
+)
+
+QWEN3_CODER_INSTRUCTIONS = (
+    "For each function call, write a <{call_tag}></{call_tag}> block in exactly this form:\n"
+    "<{call_tag}>\n<function=function_name>\n<parameter=parameter_name>\nvalue\n"
+    "</parameter>\n</function>\n</{call_tag}>\n"
+    "Give each parameter in its own <parameter=...> tag; a value may span several lines.\n\n"
+    + _HOW_TO_USE
+)
+
+# The prompt of hermes-tools 0.x, for users whose fine-tunes or evaluations depend on it:
+# `HermesFormat(template=legacy_template())`.
+_LEGACY_PREAMBLE = (
     "# Tools\n\n"
     "You can call functions to help with the user's request. Their signatures, one JSON "
     "object per line, are inside <tools></tools>:"
 )
-
-JSON_INSTRUCTIONS = """\
+_LEGACY_JSON = """\
 To call a function, write a <{call_tag}></{call_tag}> block holding one JSON object with the \
 function's name and its arguments:
 <{call_tag}>
@@ -26,8 +60,7 @@ function's name and its arguments:
 </{call_tag}>
 Write one block per call; a reply may hold several. Each result comes back to you inside \
 <{response_tag}></{response_tag}>. If no function is needed, answer directly."""
-
-QWEN3_CODER_INSTRUCTIONS = """\
+_LEGACY_QWEN3_CODER = """\
 To call a function, write a <{call_tag}></{call_tag}> block in exactly this form:
 <{call_tag}>
 <function=function_name>
@@ -39,6 +72,12 @@ value
 Give each parameter in its own <parameter=...> tag; a value may span several lines. Write one \
 block per call; a reply may hold several. Each result comes back to you inside \
 <{response_tag}></{response_tag}>. If no function is needed, answer directly."""
+
+
+def legacy_template(syntax: Syntax = "json") -> str:
+    """The earlier default tools prompt, as a `template` (tools in OpenAI's shape)."""
+    how_to = _LEGACY_JSON if syntax == "json" else _LEGACY_QWEN3_CODER
+    return f"{_LEGACY_PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{how_to}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +132,18 @@ def choice_rule(choice: ToolChoice, parallel_tool_calls: bool | None) -> str:
 
 
 def tool_lines(tools: Sequence[ToolSpec]) -> str:
+    """The tools in OpenAI's shape, one per line, as a `template` receives them."""
     return "\n".join(json.dumps(spec.openai_tool(), ensure_ascii=False) for spec in tools)
+
+
+def compact_tool_lines(tools: Sequence[ToolSpec]) -> str:
+    """The default prompt's tool list: each function's name, description and parameters,
+    without OpenAI's wrapper or spaces (about a third fewer tokens, as accurate on the
+    evaluation)."""
+    return "\n".join(
+        json.dumps(spec.openai_tool()["function"], ensure_ascii=False, separators=(",", ":"))
+        for spec in tools
+    )
 
 
 def system_prompt(
@@ -113,17 +163,16 @@ def system_prompt(
     if choice.name is not None:
         tools = [spec for spec in tools if spec.name == choice.name]
     rule = choice_rule(choice, parallel_tool_calls)
-    lines = tool_lines(tools)
     # Tags are filled in before the tool schemas go in, so a description is never rewritten.
     if template is not None:
         text = _fill_tags(template, call_tag, response_tag)
         if "{tool_choice}" not in text:
             text = _join(text, "{tool_choice}") if rule else text
-        return text.replace("{tool_choice}", rule).replace("{tools}", lines)
+        return text.replace("{tool_choice}", rule).replace("{tools}", tool_lines(tools))
     if instructions is None:
         instructions = JSON_INSTRUCTIONS if syntax == "json" else QWEN3_CODER_INSTRUCTIONS
     how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
-    return f"{_PREAMBLE}\n<tools>\n{lines}\n</tools>\n\n{how_to}"
+    return f"{_PREAMBLE}\n<tools>\n{compact_tool_lines(tools)}\n</tools>\n\n{how_to}"
 
 
 def _join(text: str, rule: str) -> str:

@@ -27,7 +27,11 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]
         return None
     where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     place = f"arguments{where}" if where else "the arguments"
-    return f"{place} do not fit the schema of {tool}: {_short(error.message)}"
+    reason = f"{place} do not fit the schema of {tool}: {_short(error.message)}"
+    if error.validator == "type" and isinstance(error.instance, list) and where:
+        # Small models put several values in one call where the tool takes one.
+        reason += f"; to act on several values, write one call to {tool} for each value"
+    return reason
 
 
 @lru_cache(maxsize=256)

@@ -75,6 +75,9 @@ class CompletionSession:
         # model copying the history's calls does not put call markup in the content.
         self._parse_calls = uses_tools(kwargs)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
+        if self._toolbox and self._choice.mode != "none":
+            # A model that writes a tool result itself has made it up: stop it there.
+            self._upstream["stop"] = with_stop(kwargs.get("stop"), f"<{fmt.response_tag}>")
         messages = kwargs.get("messages") or []
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
         self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
@@ -272,6 +275,9 @@ class CompletionSession:
             )
         if self._choice.mode == "required":
             return f"You must call one of the tools now. Reply with {block}."
+        if not reply.attempt_text_preview.strip() and self._finish.get(0) != "length":
+            # Typically a made-up tool result cut by the stop sequence, with nothing before it.
+            return f"Your reply was empty. Answer the user, or call a function with {block}."
         return None
 
     def _check_required(self) -> None:
@@ -359,6 +365,16 @@ def json_answer_request(response_format: object) -> tuple[bool, dict[str, Any] |
     else:
         return False, None
     return True, dict(schema) if isinstance(schema, Mapping) and schema else None
+
+
+def with_stop(stop: object, sequence: str) -> object:
+    """The caller's stop sequences plus `sequence` (the API allows four; a full list is kept)."""
+    if not given(stop) or stop is None:
+        return [sequence]
+    sequences = [stop] if isinstance(stop, str) else list(stop)  # type: ignore[call-overload]
+    if sequence in sequences or len(sequences) >= 4:
+        return stop
+    return [*sequences, sequence]
 
 
 def _with_instructions(messages: Any, instructions: str) -> list[Any]:

@@ -13,7 +13,8 @@ Each worker is stateless: a request needs nothing but itself, so workers and rep
 added behind any load balancer. Per worker there is one upstream connection pool.
 
 Failures: a request the proxy cannot use gets a 400 naming the problem; an upstream error comes
-back with its status and an OpenAI-style body; a stream that breaks after it started ends with
+back with its status and an OpenAI-style body, and so does a required call the model never
+makes (502: the upstream's answer was unusable); a stream that breaks after it started ends with
 an error event and no `[DONE]`; a client that disconnects cancels the upstream request. Nothing
 a request does takes a worker down. One log line per request: model, tools, calls made,
 repairs, latency; never keys, prompts or replies.
@@ -28,7 +29,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_tools.client import AsyncHermesOpenAI, IncompleteStreamError, wrap
-from hermes_tools.errors import HermesToolsError
+from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
 from hermes_tools.serve.validation import RequestRejected, check_chat_request, parse_body
 
@@ -74,8 +75,8 @@ _NOT_FORWARDED = {
     "user-agent",
     "authorization",
 }
-# Response headers passed back with an upstream error or a passed-through answer are all but
-# these (httpx hands over the raw bytes, so content-encoding stays true).
+# A passed-through answer keeps all its headers but these (httpx hands over the raw bytes,
+# so content-encoding stays true).
 _NOT_RETURNED = {
     "connection",
     "keep-alive",
@@ -85,7 +86,9 @@ _NOT_RETURNED = {
     "date",
     "server",
 }
-_ERROR_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
+# Upstream response headers a chat answer carries back, whole or streamed, failed or not: the
+# request id and the rate-limit counters and waits clients act on.
+_RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -113,6 +116,8 @@ class Exchange:
     status: int = 0
     error: str | None = None
     client_gone: bool = False
+    # The relayed headers of the latest upstream chat answer (a repair's, if one was made).
+    upstream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
 
     def line(self) -> str:
         elapsed = (time.perf_counter() - self.started) * 1000
@@ -166,6 +171,21 @@ async def _count_upstream_request(request: Any) -> None:
         exchange.upstream_requests += 1
 
 
+async def _note_upstream_headers(response: Any) -> None:
+    """httpx event hook: keep the headers the client gets back from each upstream answer."""
+    exchange = _EXCHANGE.get()
+    if exchange is not None and response.request.url.path.endswith("/chat/completions"):
+        exchange.upstream_headers = relayed_headers(response.headers)
+
+
+def relayed_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    return [
+        (name.encode(), value.encode())
+        for name, value in headers.items()
+        if name.lower() in _RELAYED_HEADERS or name.lower().startswith("x-ratelimit-")
+    ]
+
+
 # -- the application ----------------------------------------------------------------------------
 
 
@@ -181,7 +201,10 @@ class Upstream:
             timeout=settings.timeout,
             http_client=openai.DefaultAsyncHttpxClient(
                 timeout=settings.timeout,
-                event_hooks={"request": [_count_upstream_request]},
+                event_hooks={
+                    "request": [_count_upstream_request],
+                    "response": [_note_upstream_headers],
+                },
             ),
         )
         self.clients: list[AsyncHermesOpenAI] = [
@@ -235,10 +258,14 @@ def create_app(settings: ServeSettings) -> Starlette:
     def upstream() -> Upstream:
         return state["upstream"]
 
+    chat = ChatCompletions(settings, upstream)
     return Starlette(
         routes=[
             Route("/health", _health, methods=["GET", "HEAD"]),
-            Route("/v1/chat/completions", ChatCompletions(settings, upstream), methods=["POST"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            # Clients given the proxy's address without /v1 ask here; passed through, their
+            # tools would silently reach an upstream that ignores them.
+            Route("/chat/completions", chat, methods=["POST"]),
             Route("/{path:path}", PassThrough(settings, upstream)),
         ],
         lifespan=lifespan,
@@ -449,15 +476,17 @@ class ChatCompletions(_Handler):
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
+        exchange = responder.exchange
         if isinstance(result, ChatCompletion):
-            responder.exchange.count_completion(result)
-            await responder.whole(200, result.model_dump_json(exclude_unset=True).encode())
+            exchange.count_completion(result)
+            body = result.model_dump_json(exclude_unset=True).encode()
+            await responder.whole(200, body, exchange.upstream_headers)
             return
         await self._stream(result, responder)
 
     async def _stream(self, stream: Any, responder: _Responder) -> None:
         exchange = responder.exchange
-        await responder.start(200, SSE_HEADERS)
+        await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
         try:
             async for chunk in stream:
                 exchange.count_chunk(chunk)
@@ -477,11 +506,7 @@ async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeS
     """An error before any of the answer was sent, as an HTTP status and OpenAI-style body."""
     if isinstance(exc, openai.APIStatusError):
         response = exc.response
-        headers = [
-            (name.encode(), value.encode())
-            for name, value in response.headers.items()
-            if name.lower() in _ERROR_HEADERS or name.lower().startswith("x-ratelimit-")
-        ]
+        headers = relayed_headers(response.headers)
         body = response.content
         responder.exchange.error = f"upstream_{exc.status_code}"
         if not _is_openai_error(body):
@@ -513,6 +538,9 @@ async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeS
             "upstream_error",
             code="upstream_bad_answer",
         )
+    elif isinstance(exc, ToolCallRequiredError):
+        # The model's failure, not the caller's: a bad answer from upstream, worth a retry.
+        await responder.error(502, str(exc), "upstream_error", code=_CALL_REQUIRED)
     elif isinstance(exc, HermesToolsError):
         # The endpoint layer cannot render this request: the caller's mistake.
         await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
@@ -520,10 +548,15 @@ async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeS
         raise exc
 
 
+_CALL_REQUIRED = "tool_call_required"
+
+
 def _stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]:
     """The error event that ends a stream which broke after it started, and its log code."""
     if isinstance(exc, IncompleteStreamError):
         code, message = "upstream_incomplete", str(exc)
+    elif isinstance(exc, ToolCallRequiredError):
+        code, message = _CALL_REQUIRED, str(exc)
     elif _is_timeout(exc):
         code = "upstream_timeout"
         message = (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import logging
 import logging.config
 import os
 from typing import Any
@@ -164,6 +165,18 @@ def settings_from_arguments(args: argparse.Namespace) -> ServeSettings:
     )
 
 
+class WithoutUpstreamCuts(logging.Filter):
+    """Drops uvicorn's traceback for a passed-through answer the upstream cut short: the proxy
+    raises to drop the client's connection too, and its request line already says
+    `error=upstream_cut`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = record.exc_info[0] if record.exc_info else None
+        if kind is None:
+            return True
+        return f"{kind.__module__}.{kind.__qualname__}" != "hermes_tools.serve.app.UpstreamCut"
+
+
 def log_config(level: str) -> dict[str, Any]:
     """uvicorn's own messages and the proxy's request lines, on stderr; no access log (the
     request line replaces it, without query strings that may carry keys)."""
@@ -173,11 +186,13 @@ def log_config(level: str) -> dict[str, Any]:
         "formatters": {
             "plain": {"format": "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"},
         },
+        "filters": {"without_upstream_cuts": {"()": WithoutUpstreamCuts}},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
                 "formatter": "plain",
                 "stream": "ext://sys.stderr",
+                "filters": ["without_upstream_cuts"],
             }
         },
         "loggers": {

@@ -1,0 +1,167 @@
+"""Smoke tests on a real model (the local Qwen2.5-Coder-1.5B by default, see live.py).
+
+The model writes the calls and their arguments; real tools run them; the model answers from
+their results. Through `wrap()` (sync and async, streamed and not) and a LangGraph agent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from openai import AsyncOpenAI, OpenAI
+
+import hermes_tools
+import live
+from endpoint_helpers import accumulate
+from hermes_tools.langchain import ChatHermes
+from live import real_model_only
+
+pytestmark = [real_model_only, pytest.mark.usefixtures("real_endpoint")]
+
+WEATHER: dict[str, str] = {"paris": "17 C, light rain", "oslo": "-4 C, snow"}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+        },
+    },
+}
+CALCULATOR_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        # No example expression here: the small model copies one into its call.
+        "description": "Evaluate an arithmetic expression.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+        },
+    },
+}
+QUESTION = "What is the weather in Paris right now?"
+
+
+def get_weather_now(city: str) -> str:
+    return WEATHER.get(city.strip().lower(), f"error: unknown city {city!r}")
+
+
+def _client() -> OpenAI:
+    endpoint = live.current()
+    return OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=300)
+
+
+def _create(client: Any, messages: list[dict[str, Any]], stream: bool) -> Any:
+    response = client.chat.completions.create(
+        model=live.current().model,
+        messages=messages,
+        tools=[WEATHER_TOOL, CALCULATOR_TOOL],
+        temperature=0,
+        max_tokens=300,
+        stream=stream,
+    )
+    return accumulate(list(response)) if stream else response
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_wrap_runs_a_real_call_and_answers_from_its_result(stream: bool) -> None:
+    with _client() as raw:
+        client = hermes_tools.wrap(raw)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+        first = _create(client, messages, stream).choices[0]
+        assert first.finish_reason == "tool_calls"
+        (call,) = first.message.tool_calls
+        assert call.function.name == "get_weather"
+        arguments = json.loads(call.function.arguments)
+        result = get_weather_now(arguments["city"])
+        assert result == WEATHER["paris"]  # the model wrote the right argument
+        messages += [
+            first.message.model_dump(exclude_none=True, exclude={"invalid_tool_calls"}),
+            {"role": "tool", "tool_call_id": call.id, "content": result},
+        ]
+        final = _create(client, messages, stream).choices[0]
+    assert not final.message.tool_calls
+    assert "17" in (final.message.content or "")
+
+
+async def test_async_streamed_call_has_the_arguments_the_model_wrote() -> None:
+    endpoint = live.current()
+    async with AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key) as raw:
+        client = hermes_tools.wrap(raw)
+        stream = await client.chat.completions.create(
+            model=endpoint.model,
+            messages=[{"role": "user", "content": "What is 1234 * 5678? Use the calculator."}],
+            tools=[WEATHER_TOOL, CALCULATOR_TOOL],
+            temperature=0,
+            max_tokens=200,
+            stream=True,
+        )
+        chunks = [chunk async for chunk in stream]
+    # llama.cpp's Python server leaves Qwen's <tool_call> special tokens out of its output, so
+    # the model's call arrives as bare JSON, read (and streamed) once the reply is complete.
+    deltas = [call for chunk in chunks for c in chunk.choices for call in c.delta.tool_calls or []]
+    assert deltas
+    assert deltas[0].id
+    assert deltas[0].function
+    assert deltas[0].function.name == "calculator"
+    (call,) = accumulate(chunks).choices[0].message.tool_calls
+    assert call.function.name == "calculator"
+    expression = json.loads(call.function.arguments)["expression"]
+    assert expression.replace(" ", "") in ("1234*5678", "5678*1234")
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    return get_weather_now(city)
+
+
+def _agent() -> Any:
+    endpoint = live.current()
+    model = ChatHermes(
+        model=endpoint.model,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        temperature=0,
+        max_tokens=300,
+        timeout=300,
+    )
+    return create_agent(model, [get_weather])
+
+
+def test_langgraph_agent_runs_the_tool_and_answers() -> None:
+    result = _agent().invoke({"messages": [HumanMessage(QUESTION)]})
+    messages = result["messages"]
+    tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
+    assert [m.content for m in tool_messages] == [WEATHER["paris"]]
+    final = messages[-1]
+    assert isinstance(final, AIMessage)
+    assert not final.tool_calls
+    assert "17" in final.text
+
+
+def test_langgraph_agent_streams_tokens_and_the_call() -> None:
+    chunks: list[AIMessageChunk] = []
+    results: list[str] = []
+    for message, _ in _agent().stream(
+        {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
+    ):
+        if isinstance(message, AIMessageChunk):
+            chunks.append(message)
+        elif isinstance(message, ToolMessage):
+            results.append(str(message.content))
+    assert results == [WEATHER["paris"]]
+    calls = [call for chunk in chunks for call in chunk.tool_call_chunks]
+    assert any(call.get("name") == "get_weather" for call in calls)
+    answer = "".join(chunk.text for chunk in chunks)
+    assert "17" in answer
