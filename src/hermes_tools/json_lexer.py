@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
 from typing import Any, Protocol
 
 from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
@@ -338,7 +339,7 @@ class JsonLexer:
             return stop + 1
         run = _ESCAPED_RUN[quote].match(text, stop)
         if run is not None:
-            self._emit_chars(_ESCAPE_PAIR.sub(_unescape, run.group()))
+            self._emit_chars(_decoded_run(run.group(), quote))
             return run.end()
         self._escape = "\\"
         return self._continue_escape(text, stop + 1)
@@ -396,6 +397,13 @@ class JsonLexer:
 
 def _unescape(pair: re.Match[str]) -> str:
     return _SIMPLE_ESCAPES[pair.group(1)]
+
+
+def _decoded_run(run: str, quote: str) -> str:
+    if quote == '"':  # only JSON's own escapes and no quote: the C decoder reads it as is
+        decoded: str = scanstring(run + '"', 0, False)[0]
+        return decoded
+    return _ESCAPE_PAIR.sub(_unescape, run)
 
 
 def canonical(value: Any) -> str:
