@@ -68,7 +68,7 @@ def plain_accumulate(chunks: list[ChatCompletionChunk]) -> dict[str, Any]:
                     entry["name"] += call.function.name or ""
                     entry["arguments"] += call.function.arguments or ""
             finish = choice.finish_reason or finish
-            for name in ("invalid_tool_calls", "dropped_tool_calls", "repairs"):
+            for name in ("invalid_tool_calls", "dropped_tool_calls", "repairs", "after_end"):
                 extra = getattr(delta, name, None)
                 if extra is not None:
                     message[name] = extra

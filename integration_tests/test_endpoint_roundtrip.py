@@ -360,3 +360,17 @@ def test_parse_without_tools_reads_the_reply_but_leaves_the_request(
     assert message.content == streamed["content"] == 'Hello.<tool_call>{"name": "x"}</tool_call>'
     assert message.tool_calls is None
     assert streamed["tool_calls"] == {}
+
+
+def test_a_reply_that_runs_past_its_turn_ends_at_the_end_token(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    reply = "Hello!<|im_end|>\n<|im_start|>user\nthanks"
+    server.script(Reply(reply), Reply(reply, chunks=len(reply)))
+    request: dict[str, Any] = {"model": "m", "messages": QUESTION, "tools": TOOLS}
+    whole = client.chat.completions.create(**request).choices[0].message
+    streamed = plain_accumulate(list(client.chat.completions.create(**request, stream=True)))
+    assert whole.content == streamed["content"] == "Hello!"
+    assert whole.after_end == streamed["after_end"] == "\n<|im_start|>user\nthanks"  # type: ignore[attr-defined]
+    assert streamed["finish_reason"] == "stop"

@@ -239,3 +239,15 @@ async def test_plain_chat_without_tools_still_separates_reasoning(server: Script
         assert message.additional_kwargs["reasoning_content"] == "Simple."
     assert all("tools" not in body and "<tools>" not in str(body) for body in server.bodies())
     await model.aclose()
+
+
+async def test_text_after_an_end_of_turn_token_is_reported_not_answered(
+    server: ScriptedServer,
+) -> None:
+    model = ChatHermes(model="qwen-test", base_url=server.base_url)
+    reply = "Hello!<|im_end|>\n<|im_start|>user\nthanks"
+    server.script(reply, Reply(reply, chunks=len(reply)))
+    for message in (model.invoke("hi"), summed(list(model.stream("hi")))):
+        assert message.content == "Hello!"
+        assert message.response_metadata["after_end"] == "\n<|im_start|>user\nthanks"
+    await model.aclose()

@@ -340,3 +340,15 @@ def test_predict_and_call_keeps_one_call_when_parallel_calls_are_off(
     assert RAN == [("get_weather", {"city": "Paris"})]
     assert "at most one" in server.bodies()[0]["messages"][0]["content"]
     llm.close()
+
+
+def test_text_after_an_end_of_turn_token_is_reported_not_answered(server: ScriptedServer) -> None:
+    llm = HermesLLM(model="qwen-test", api_base=server.base_url)
+    reply = "Hello!<|im_end|>\n<|im_start|>user\nthanks"
+    server.script(reply, Reply(reply, chunks=len(reply)))
+    whole = llm.chat([ChatMessage(role="user", content="hi")])
+    streamed = list(llm.stream_chat([ChatMessage(role="user", content="hi")]))[-1]
+    for response in (whole, streamed):
+        assert response.message.content == "Hello!"
+        assert response.message.additional_kwargs["after_end"] == "\n<|im_start|>user\nthanks"
+    llm.close()

@@ -151,6 +151,21 @@ def test_peer_prompts_reach_the_endpoint(server: ScriptedServer) -> None:
     assert all('"name": "get_stock_price"' in system for system in systems)
 
 
+def test_the_pythonic_variant_teaches_and_reads_pythonic_calls(server: ScriptedServer) -> None:
+    case = BY_ID["agent-weather-math"]
+    server.script(
+        "<tool_call>\n[get_weather(city='Paris')]\n</tool_call>",
+        '[calculator(expression="18 * 3")]',
+        "It is 18 C in Paris; times 3 that is 54.",
+    )
+    outcome = _run(server, case, "pythonic")
+    assert succeeded(case, outcome)
+    bodies = server.bodies()
+    assert "[function_name(argument_name=" in bodies[0]["messages"][0]["content"]
+    replies = [m["content"] for m in bodies[-1]["messages"] if m["role"] == "assistant"]
+    assert '[get_weather(city="Paris")]' in replies[0]  # written back as it was taught
+
+
 def test_matchers() -> None:
     case = Case("m", "single", [], [CALCULATOR], (Call("calculator", {"expression": Expr(7)}),))
     assert exact(case, _outcome([{"name": "calculator", "arguments": {"expression": "42/6"}}]))

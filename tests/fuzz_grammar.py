@@ -11,8 +11,13 @@ case records where each marker belongs:
 - TEXT: prose, reasoning, code, an echoed prompt. Never part of a call, valid or invalid.
 - CALL: written inside call k. If a valid call holds it, that call must be exactly what the
   grammar wrote (`ExpectedCall`), read through the parser's documented repairs.
+- AFTER: written after an end-of-turn token, which ends the reply: it must be in `after_end`.
 - ANY: what it means depends on a mutation, tag soup or a cut-off; only "exactly one place"
   applies to it.
+
+When nothing was mutated and no segment's meaning is in doubt, the case also knows the exact
+content a user must see (`Case.layout`: the text segments and where markup was removed, laid
+out by the documented rule of `hermes_tools.text_channel`).
 
 A mutation at position p makes every segment that ends near or after p (and every segment
 whose meaning depends on what follows it) ANY. One grammar drives both the hypothesis test
@@ -29,7 +34,8 @@ from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
-TEXT, CALL, ANY = "text", "call", "any"
+TEXT, CALL, AFTER, ANY = "text", "call", "after", "any"
+BOUNDARY = ""  # in a layout: removed markup
 
 WEATHER = {
     "name": "get_weather",
@@ -184,6 +190,8 @@ class Case:
     markers: dict[str, tuple[int, int | None]]  # marker -> (segment, call or None)
     mutated: bool = False
     kinds: list[str] = field(default_factory=list)
+    layout: list[str] | None = None  # texts and BOUNDARY markers, when the content is known
+    after_end: str | None = None  # what must be in `after_end`, when the content is known
 
     def home(self, marker: str) -> tuple[str, ExpectedCall | None]:
         segment, call = self.markers[marker]
@@ -204,6 +212,10 @@ class _Builder:
         self._owner: int | None = None  # the call whose markers are being written
         self.damaged_from: int | None = None  # tag soup: everything after it is ANY
         self.text_since_call = False  # visible text since the start or the last call block
+        self.layout: list[str] = []  # see Case.layout
+        self.exact = True  # the layout is known
+        self.ended_at: int | None = None  # after an end token, nothing is the reply
+        self._calls_seen = 0
 
     # -- markers and values ---------------------------------------------------------------
 
@@ -252,7 +264,22 @@ class _Builder:
 
     # -- segments -------------------------------------------------------------------------
 
-    def add(self, text: str, home: str, kind: str, *, tentative: bool = False) -> None:
+    def add(
+        self,
+        text: str,
+        home: str,
+        kind: str,
+        *,
+        tentative: bool = False,
+        layout: list[str] | None = None,
+    ) -> None:
+        if self.ended_at is not None:
+            home = AFTER if home != ANY else ANY
+            for call in self.calls[self._calls_seen :]:
+                call.must_parse = False  # after the end of the reply: no call
+        else:
+            self.layout += layout if layout is not None else [text] if home != CALL else [BOUNDARY]
+        self._calls_seen = len(self.calls)
         index = len(self.segments)
         self.segments.append(Segment(self.length, self.length + len(text), home, tentative))
         self.kinds.append(kind)
@@ -261,7 +288,7 @@ class _Builder:
         self._pending = []
         self.pieces.append(text)
         self.length += len(text)
-        if kind in ("json_call", "xml_call"):
+        if kind.endswith("_call"):
             self.text_since_call = False
         elif kind not in ("think", "newline", "end_token", "unclosed_think"):
             self.text_since_call = True
@@ -502,11 +529,144 @@ def _xml_call(b: _Builder, *, wrapped: bool) -> tuple[str, ExpectedCall]:
     return (f"<tool_call>{nl}{body}{nl}</tool_call>" if wrapped else body), expected
 
 
+# -- pythonic calls -------------------------------------------------------------------------
+
+_KEYWORD_FREE = set("<>{}[]&:=") | {"\u202e", "\u200f"}  # keep kwarg names identifiers
+
+
+def _py_literal(value: Any, quote: str) -> str:
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
+        return quote + escaped.replace("\n", "\\n").replace("\t", "\\t") + quote
+    if isinstance(value, list):
+        return "[" + ", ".join(_py_literal(item, quote) for item in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{_py_literal(k, quote)}: {_py_literal(v, quote)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    return repr(value)
+
+
+def _pythonic_call(b: _Builder) -> tuple[str, ExpectedCall, bool]:
+    """One call `name(key=value, ...)`, its expected reading, and whether it is clean."""
+    tool = pick(b.c, ["get_weather", "write_file"])
+    expected = ExpectedCall(tool, None)
+    b.new_call(expected)
+    name = tool
+    if chance(b.c, 5):
+        name = tool = b.marker()  # a tool nobody bound
+        expected.name = tool
+    expected.written_name = name
+    args: dict[str, Any] = {}
+    if tool == "get_weather":
+        if chance(b.c, 80):
+            args["city"] = b.string_value()
+        if chance(b.c, 40):
+            args["days"] = b.c.integer(-3, 14)
+    else:
+        args["path"] = b.marker(_STRING_CHARS)
+        args["content"] = b.words(_STRING_CHARS, [" ", "\n", "\t", " <b> ", " {} "])
+        if chance(b.c, 30):
+            args[b.marker()] = b.json_value()
+    quote = pick(b.c, ["'", '"'])
+    parts = [f"{key}={_py_literal(value, quote)}" for key, value in args.items()]
+    arguments: dict[str, Any] | None = args
+    hazard = b.c.integer(0, 24)
+    if hazard == 0:
+        parts.insert(0, _py_literal(b.string_value(), quote))  # a positional argument
+        arguments = None
+    elif hazard == 1:
+        parts.append(f"{b.marker()}={b.marker()}")  # an unquoted word: never guessed
+        arguments = None
+    elif hazard == 2:
+        parts.append(f"{b.marker()}=lookup(q={_py_literal(b.string_value(), quote)})")
+        arguments = None
+    elif hazard == 3 and parts:
+        parts.append(parts[0])  # the same keyword twice
+        arguments = None
+    separator = pick(b.c, [", ", ",", ",\n    "])
+    b.end_call()
+    expected.arguments = arguments
+    return f"{name}({separator.join(parts)})", expected, hazard > 3
+
+
+def _pythonic_block(b: _Builder) -> None:
+    opening, closing = pick(
+        b.c,
+        [
+            ("<tool_call>", "</tool_call>"),
+            ("<|python_start|>", "<|python_end|>"),
+            ("<|tool_call_start|>", "<|tool_call_end|>"),
+            ("<function_call>", "</function_call>"),
+        ],
+    )
+    calls = [_pythonic_call(b) for _ in range(pick(b.c, [1, 1, 2, 3]))]
+    texts = [text for text, _, _ in calls]
+    form = b.c.integer(0, 2)
+    if form == 0 or (len(calls) > 1 and form == 2):
+        body = "[" + ", ".join(texts) + "]"
+    elif form == 1:
+        body = "\n".join(texts)
+    else:
+        body = texts[0]
+    broken = False
+    for _, call, _ in calls:
+        # After a call that cannot be read, the rest of the block is one invalid call.
+        call.must_parse = call.arguments is not None and not broken
+        broken = broken or call.arguments is None
+    nl = pick(b.c, ["", "\n"])
+    b.add(f"{opening}{nl}{body}{nl}{closing}", CALL, "pythonic_call")
+
+
+def _pythonic_bare(b: _Builder) -> None:
+    """A list of calls without tags, at the very end of the reply (maybe after prose)."""
+    if chance(b.c, 50):
+        b.newline()
+    calls = [_pythonic_call(b) for _ in range(pick(b.c, [1, 1, 2]))]
+    for _, call, clean in calls:
+        call.must_parse = clean and call.name in ("get_weather", "write_file")
+    if not all(clean and call.name in ("get_weather", "write_file") for _, call, clean in calls):
+        for _, call, _ in calls:
+            call.must_parse = False  # one bad call and the whole list is text
+    text = "[" + ", ".join(text for text, _, _ in calls) + "]"
+    _add_tagless(b, text, "pythonic_bare", accepted=calls[0][1].must_parse)
+
+
+def _tool_code_fence(b: _Builder) -> None:
+    b.newline()
+    text, call, clean = _pythonic_call(b)
+    call.must_parse = clean and call.name in ("get_weather", "write_file")
+    if chance(b.c, 30):
+        text = f"[{text}]"
+    _add_tagless(b, f"```tool_code\n{text}\n```", "tool_code_call", accepted=call.must_parse)
+
+
+def _python_tag(b: _Builder, *, ending: bool = False) -> None:
+    """Llama 3.x: `<|python_tag|>` and JSON calls, ended by <|eom_id|> or <|eot_id|>."""
+    bodies = []
+    for _ in range(pick(b.c, [1, 1, 2])):
+        call = _json_call(b)
+        call.call.must_parse = call.call.arguments is not None and not call.breaks_lexer
+        bodies.append(call.body)
+    if len(bodies) > 1:
+        for call in b.calls[-len(bodies) :]:
+            call.must_parse = False  # a broken one takes the rest of the block with it
+    # No closing tag: only an end token (or the end of the reply) ends the block.
+    token = pick(b.c, ["<|eom_id|>", "<|eot_id|>"] + ([""] if ending else []))
+    b.add("<|python_tag|>" + "; ".join(bodies) + token, CALL, "python_tag_call")
+    if token and b.ended_at is None:
+        b.ended_at = b.length
+
+
 # -- segments -------------------------------------------------------------------------------
+
+_STRAY = ["</tool_call>", "</think>", "</function_call>", "<|python_end|>", "</tools>", "</fn>"]
 
 
 def _prose(b: _Builder) -> None:
-    text = b.words(_PROSE_CHARS, [" ", "  ", "\t", "\n", "\r\n", " -> ", ", ", "; "])
+    separators = [" ", "  ", "\t", "\n", "\r\n", " -> ", ", ", "; "]
+    if chance(b.c, 10):
+        separators = [f" {pick(b.c, _STRAY)} "]  # closing tags with nothing to close: text
+    text = b.words(_PROSE_CHARS, separators)
     b.add(text + pick(b.c, ["", ".", "\n", "\n\n", " ", ".\n"]), TEXT, "prose")
 
 
@@ -519,12 +679,13 @@ def _think(b: _Builder) -> None:
     nl = pick(b.c, ["", "\n"])
     # The draft's markers are reasoning, whatever call they were written for.
     b._pending = [(word, None) for word, _ in b._pending]
-    b.add(f"<think>{nl}{inner}{nl}</think>\n", TEXT, "think")
+    b.add(f"<think>{nl}{inner}{nl}</think>\n", TEXT, "think", layout=[BOUNDARY, "\n"])
 
 
 def _json_block(b: _Builder, *, tentative: bool = False) -> None:
     nl = pick(b.c, ["\n", "", " "])
-    calls = [_json_call(b) for _ in range(pick(b.c, [1, 1, 1, 2]))]
+    # Inside an unclosed think (tentative), a `</think>` in a body would close it.
+    calls = [_json_call(b, allow_think=not tentative) for _ in range(pick(b.c, [1, 1, 1, 2]))]
     if len(calls) == 1 and chance(b.c, 10):
         inner = f"```json\n{calls[0].body}\n```"
     elif len(calls) > 1 and chance(b.c, 50):
@@ -540,23 +701,52 @@ def _json_block(b: _Builder, *, tentative: bool = False) -> None:
         if call.breaks_lexer:
             call.call.must_parse = call.call.must_parse and last
             broken = True
-    b.add(f"<tool_call>{nl}{inner}{nl}</tool_call>", CALL, "json_call", tentative=tentative)
+    tag = pick(b.c, ["tool_call"] * 5 + ["function_call"])
+    text = f"<{tag}>{nl}{inner}{nl}</{tag}>"
+    b.add(text, CALL, "json_call", tentative=tentative)
 
 
 def _xml_block(b: _Builder) -> None:
-    text, call = _xml_call(b, wrapped=chance(b.c, 80))
+    wrapped = chance(b.c, 80)
+    text, call = _xml_call(b, wrapped=wrapped)
     call.must_parse = True
-    b.add(text, CALL, "xml_call")
+    trailing = "\n" if text.endswith("</function>\n") else ""
+    b.add(text, CALL, "xml_call", layout=[BOUNDARY, trailing] if trailing else None)
 
 
 def _bare_json(b: _Builder) -> None:
-    """A call without tags: a call only at the very end of the reply, on a line of its own."""
-    b.newline()
+    """A call without tags: a call only at the very end of the reply (maybe after prose)."""
+    fenced = chance(b.c, 25)
+    if fenced or chance(b.c, 70):
+        b.newline()  # before the call's markers are written: they belong to the call
     call = _json_call(b)
     bound = call.call.name in ("get_weather", "write_file")
     call.call.must_parse = call.clean and not call.flat and bound
-    text = f"```json\n{call.body}\n```" if chance(b.c, 25) else call.body
-    b.add(text, CALL, "bare_json", tentative=True)
+    text = f"```json\n{call.body}\n```" if fenced else call.body
+    _add_tagless(b, text, "bare_json", accepted=call.call.must_parse)
+
+
+def _bare_json_list(b: _Builder) -> None:
+    """Llama 3.x without its tag: JSON calls separated by `;`, at the end of the reply."""
+    if chance(b.c, 70):
+        b.newline()
+    calls = [_json_call(b) for _ in range(2)]
+    accepted = all(
+        call.clean and not call.flat and call.call.name in ("get_weather", "write_file")
+        for call in calls
+    )
+    for call in calls:
+        call.call.must_parse = accepted
+    text = pick(b.c, ["; ", ";\n", ";"]).join(call.body for call in calls)
+    _add_tagless(b, text, "bare_json_list", accepted=accepted)
+
+
+def _add_tagless(b: _Builder, text: str, kind: str, *, accepted: bool) -> None:
+    """A call without tags: a call when it is accepted, text otherwise (or, for some hazards,
+    either: then the exact content is not known)."""
+    b.add(text, CALL, kind, tentative=True)
+    if not accepted:
+        b.exact = False
 
 
 def _inline_code(b: _Builder) -> None:
@@ -580,9 +770,14 @@ def _fenced_config(b: _Builder) -> None:
 
 
 def _json_in_prose(b: _Builder) -> None:
-    b.newline()
-    value = {b.marker(_STRING_CHARS): b.string_value()}
-    b.add(json.dumps(value, ensure_ascii=False) + "\n" + b.marker() + "\n", TEXT, "json_text")
+    if chance(b.c, 70):
+        b.newline()
+    kind = b.c.integer(0, 3)
+    if kind == 0:  # short JSON texts that name no tool (issue 11: `{}` came back as "")
+        value = pick(b.c, ["{}", '{"parameters": {}}', '{"arguments": {}}', "[]", "[{}]"])
+    else:
+        value = json.dumps({b.marker(_STRING_CHARS): b.string_value()}, ensure_ascii=False)
+    b.add(value + pick(b.c, ["", "\n"]) + b.marker() + "\n", TEXT, "json_text")
 
 
 def _tools_echo(b: _Builder) -> None:
@@ -599,9 +794,9 @@ def _tools_echo(b: _Builder) -> None:
 
 
 def _end_token(b: _Builder) -> None:
-    b.add(pick(b.c, END_TOKENS), TEXT, "end_token")
-    # Until end tokens end the reply, what follows one may be read either way.
-    b.damaged_from = b.length if b.damaged_from is None else b.damaged_from
+    b.add(pick(b.c, END_TOKENS), TEXT, "end_token", layout=[BOUNDARY])
+    if b.ended_at is None:
+        b.ended_at = b.length  # the reply ends: what follows is `after_end`
 
 
 def _tag_soup(b: _Builder) -> None:
@@ -626,6 +821,8 @@ _MIDDLE = [
     (_think, 2),
     (_json_block, 5),
     (_xml_block, 3),
+    (_pythonic_block, 3),
+    (_python_tag, 1),
     (_inline_code, 1),
     (_fence, 1),
     (_fenced_config, 1),
@@ -640,30 +837,46 @@ _MIDDLE_TABLE = [segment for segment, weight in _MIDDLE for _ in range(weight)]
 
 def _cut_off_call(b: _Builder) -> None:
     """A call block the reply ends in the middle of."""
-    if chance(b.c, 60):
+    kind = b.c.integer(0, 9)
+    if kind <= 5:
         opening = pick(
             b.c, ["<tool_call>\n", "<tool_call>[", "<tool_call>```", "<tool_call>```json\n"]
         )
         text = opening + _json_call(b).body
-    else:
+    elif kind <= 7:
         text = _xml_call(b, wrapped=True)[0]
+    else:
+        text = "<tool_call>[" + _pythonic_call(b)[0] + "]</tool_call>"
     b.calls[-1].arguments = None
     cut = b.c.integer(1, max(1, len(text) - 1))
     b.add(text[:cut], ANY, "cut_off_call")
+    b.exact = False
 
 
 def _unclosed_think_then_call(b: _Builder) -> None:
     late = b.text_since_call  # after text, an unclosed think is all text: no call runs
-    b.add(f"<think>{b.words(_PROSE_CHARS)}\n", TEXT, "unclosed_think", tentative=True)
+    think = f"<think>{b.words(_PROSE_CHARS)}\n"
+    b.add(think, TEXT, "unclosed_think", tentative=True, layout=[think] if late else [BOUNDARY])
     first = len(b.calls)
     _json_block(b, tentative=True)
     if late:
         b.segments[-1].home = ANY  # text by default, a call when the reply starts thinking
+        if b.ended_at is None:
+            b.layout[-1] = b.pieces[-1]
         for call in b.calls[first:]:
             call.must_parse = False
 
 
-_ENDINGS = [_bare_json, _cut_off_call, _unclosed_think_then_call]
+_ENDINGS = [
+    _bare_json,
+    _bare_json,
+    _bare_json_list,
+    _pythonic_bare,
+    _tool_code_fence,
+    _cut_off_call,
+    _unclosed_think_then_call,
+    lambda b: _python_tag(b, ending=True),
+]
 
 _MUTATION_TEXT = ["\n", " ", "\t", "\r"]
 
@@ -694,10 +907,11 @@ def generate(chooser: Chooser) -> Case:
     b = _Builder(chooser)
     for _ in range(chooser.integer(0, 6)):
         pick(chooser, _MIDDLE_TABLE)(b)
-    if chance(chooser, 35):
+    if chance(chooser, 40):
         pick(chooser, _ENDINGS)(b)
     if not b.segments:
         _prose(b)
+    ended_at = b.ended_at
     text, first_edit = _mutate(b, b.text())
     damage = [d for d in (first_edit, b.damaged_from) if d is not None]
     last = b.segments[-1]
@@ -707,10 +921,27 @@ def generate(chooser: Chooser) -> Case:
             segment.home = ANY
         if segment.tentative and (damage or (segment is not last and not _last_pair(b, segment))):
             segment.home = ANY
-    if damage or b.damaged_from is not None:
+    if damage:
         for call in b.calls:
             call.must_parse = False
-    return Case(text, b.segments, b.calls, b.markers, first_edit is not None, b.kinds)
+    exact = (
+        b.exact
+        and not damage
+        and not any(
+            seg.tentative and seg is not last and not _last_pair(b, seg) for seg in b.segments
+        )
+    )
+    after = "".join(b.pieces)[ended_at:] if ended_at is not None else None
+    return Case(
+        text,
+        b.segments,
+        b.calls,
+        b.markers,
+        first_edit is not None,
+        b.kinds,
+        layout=b.layout if exact else None,
+        after_end=after if exact else None,
+    )
 
 
 def _last_pair(b: _Builder, segment: Segment) -> bool:

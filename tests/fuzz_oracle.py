@@ -11,6 +11,9 @@ chunks, random cuts) it checks:
   (content, reasoning, a valid call's name, keys and strings, an invalid call's raw text,
   the text dropped after an end-of-turn token);
 - invented: a marker of prose, reasoning or code ended up in a call;
+- ended: a marker written after an end-of-turn token is not in `after_end`;
+- inexact: the content is not exactly the text a user must see (clean cases only: see
+  `fuzz_grammar.Case.layout`), or `after_end` is not what followed the end token;
 - wrong_call: a valid call holds a marker of a call the grammar wrote, but is not exactly that
   call (or that call must not be valid: NaN, a key twice, reasoning inside its body...);
 - missed_call: under the default options, a call written cleanly in a clean context did not
@@ -28,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz_grammar import ANY, MAX_DEPTH, MAX_INT_DIGITS, TEXT, TOOLS, Case
+from fuzz_grammar import AFTER, ANY, BOUNDARY, MAX_DEPTH, MAX_INT_DIGITS, TEXT, TOOLS, Case
 from hermes_tools import (
     Event,
     InvalidToolCall,
@@ -41,6 +44,7 @@ from hermes_tools import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.text_channel import TextChannel
 from parser_helpers import coalesce, numbered_ids
 
 OPTION_SETS: dict[str, dict[str, Any]] = {
@@ -222,9 +226,7 @@ def _places_findings(
     findings: list[Finding] = []
     places: list[tuple[str, str, ToolCall | None]] = [("content", result.content, None)]
     places.append(("reasoning", result.reasoning or "", None))
-    dropped = getattr(result, "dropped", None)
-    if isinstance(dropped, str):
-        places.append(("dropped", dropped, None))
+    places.append(("after_end", result.after_end or "", None))
     for call in result.tool_calls:
         problem = _unsafe(call.arguments)
         if problem is None:
@@ -247,10 +249,15 @@ def _places_findings(
         if not where:
             findings.append(Finding("lost", f"{home} text | {marker!r}", options))
             continue
+        if len(where) > 1 and think_open_answer(result, options):
+            where = [w for w in where if w[0] != "reasoning"]  # documented: given twice
         if len(where) > 1:
             kinds = "+".join(sorted({kind for kind, _ in where}))
             findings.append(Finding("duplicated", f"{home} text in {kinds} | {marker!r}", options))
-        if home == TEXT:
+        if home == AFTER:
+            if [kind for kind, _ in where] != ["after_end"]:
+                findings.append(Finding("ended", f"found in {where[0][0]} | {marker!r}", options))
+        elif home == TEXT:
             for kind, _ in where:
                 if kind in ("valid", "invalid"):
                     findings.append(
@@ -269,6 +276,14 @@ def _places_findings(
                     )
                 elif (holder.name, fingerprint(holder.arguments)) != (name, fingerprint(arguments)):
                     findings.append(Finding("wrong_call", f"not as written | {holder}", options))
+    if options == "default" and case.layout is not None:
+        expected = _laid_out(case.layout)
+        if result.content != expected:
+            findings.append(
+                Finding("inexact", f"content | {result.content!r} != {expected!r}", options)
+            )
+        if result.after_end != case.after_end:
+            findings.append(Finding("inexact", f"after_end | {result.after_end!r}", options))
     if options == "default":
         valid = {(done.name, fingerprint(done.arguments)) for done in result.tool_calls}
         for expected in case.calls:
@@ -277,3 +292,26 @@ def _places_findings(
                 if key not in valid:
                     findings.append(Finding("missed_call", f"not read | {expected}", options))
     return list(dict.fromkeys(findings))
+
+
+def think_open_answer(result: ParseResult, options: str) -> bool:
+    """think_open, a reply that never closed its reasoning and made no call: the reasoning is
+    given again as the content (documented)."""
+    return (
+        options == "think_open"
+        and result.content == result.reasoning
+        and not result.tool_calls
+        and not result.invalid_tool_calls
+    )
+
+
+def _laid_out(layout: list[str]) -> str:
+    """The content the documented layout rule gives for these texts and removed markup."""
+    channel = TextChannel()
+    for item in layout:
+        if item == BOUNDARY:
+            channel.boundary()
+        else:
+            channel.write(item)
+    channel.finish()
+    return "".join(channel.parts)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,11 +23,12 @@ from hermes_tools import (
     ToolCallStart,
 )
 
-CORPUS = Path(__file__).parent / "data" / "corpus.jsonl"
+CORPUS = Path(__file__).parent / "data" / "corpus.jsonl"  # the shared one
+PARSER_CORPUS = Path(__file__).parent / "data" / "parser_corpus.jsonl"  # forms added since
 
 
-def load_corpus() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def numbered_ids() -> Callable[[], str]:
@@ -114,14 +117,92 @@ def calls_as_dicts(result: ParseResult) -> list[dict[str, Any]]:
     return [{"name": call.name, "arguments": call.arguments} for call in result.tool_calls]
 
 
+# Words the protocol may consume: tag names, end tokens, the keys of a JSON call, Python's
+# literals (written back as JSON's).
+_PROTOCOL_WORDS = frozenset(
+    [
+        "tool_call",
+        "think",
+        "tools",
+        "function",
+        "parameter",
+        "function_call",
+        "python_tag",
+        "python_start",
+        "python_end",
+        "tool_call_start",
+        "tool_call_end",
+        "im_end",
+        "eot_id",
+        "eom_id",
+        "end",
+        "endoftext",
+        "end_of_text",
+        "end_of_turn",
+        "functions",
+        "call",
+        "name",
+        "arguments",
+        "parameters",
+        "type",
+        "json",
+        "tool_code",
+        "true",
+        "false",
+        "none",
+        "null",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z_]{2,}")
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")  # a string escape: no word of the model's
+
+
+def _texts(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+    else:
+        yield str(value)
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(word.lower() for word in _WORD.findall(text))
+
+
+def check_nothing_lost(text: str, result: ParseResult) -> None:
+    """Every word the model wrote, protocol words aside, is in some place of the result: the
+    content, the reasoning, a call's name, keys and values, an invalid call's raw text, or
+    the text after an end-of-turn token. (Case is ignored: a name may be corrected to the
+    bound tool's.)"""
+    raw = [result.content, result.reasoning or "", result.after_end or ""]
+    decoded: list[str] = []
+    for call in result.tool_calls:
+        decoded += [call.name, *_texts(call.arguments)]
+    for invalid in result.invalid_tool_calls:
+        decoded.append(invalid.name or "")
+        raw.append(invalid.arguments)
+    found = _words(_ESCAPE.sub(" ", " ".join(raw)) + " " + " ".join(decoded))
+    for word, count in _words(_ESCAPE.sub(" ", text)).items():
+        # A word the protocol consumes, or the start of one (a tag cut off by the end).
+        if not any(p.startswith(word) for p in _PROTOCOL_WORDS):
+            assert found[word] >= count, f"{word!r} is lost"
+
+
 def parse_every_way(
     text: str, tools: Iterable[object] | None = None, **options: Any
 ) -> ParseResult:
-    """The result of `text`, after checking it is the same whole, one character at a time and
-    in 7-character chunks, and that the events keep their contract."""
+    """The result of `text`, after checking it is the same whole, one character at a time, in
+    7-character chunks and in random splits, that the events keep their contract, and that
+    no word of the text is lost."""
     result, events = run(text, tools, **options)
     check_event_contract(events)
-    for cuts in (chunks_of(text, 1), chunks_of(text, 7)):
+    check_nothing_lost(text, result)
+    rng = random.Random(text)
+    for cuts in (chunks_of(text, 1), chunks_of(text, 7), random_cuts(text, rng)):
         other, other_events = run(text, tools, cuts, **options)
         assert other == result
         assert coalesce(other_events) == coalesce(events)

@@ -1,4 +1,6 @@
-"""Every corpus case, parsed whole, one character at a time and in random splits."""
+"""Every corpus case, parsed whole, one character at a time and in random splits: the shared
+corpus, and the parser's own (`tests/data/parser_corpus.jsonl`: Llama, pythonic, LFM2,
+`<function_call>`, exact text, end tokens, hostile calls)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ from typing import Any
 import pytest
 
 from parser_helpers import (
+    PARSER_CORPUS,
     calls_as_dicts,
     check_event_contract,
+    check_nothing_lost,
     chunks_of,
     coalesce,
     load_corpus,
@@ -17,7 +21,8 @@ from parser_helpers import (
     run,
 )
 
-CASES = load_corpus()
+SHARED = load_corpus()
+CASES = SHARED + load_corpus(PARSER_CORPUS)
 
 
 def _expect(case: dict[str, Any], cuts: list[int]) -> None:
@@ -26,7 +31,10 @@ def _expect(case: dict[str, Any], cuts: list[int]) -> None:
     assert result.content == case["expected_text"]
     assert len(result.invalid_tool_calls) == case["expected_invalid"]
     assert result.reasoning == case.get("expected_reasoning")
+    if "expected_after_end" in case:
+        assert result.after_end == case["expected_after_end"]
     check_event_contract(events)
+    check_nothing_lost(case["text"], result)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
@@ -51,5 +59,6 @@ def test_random_splits_give_the_same_result_and_events(case: dict[str, Any]) -> 
 
 
 def test_corpus_is_the_shared_one() -> None:
-    assert len(CASES) >= 50
-    assert {case["family"] for case in CASES} >= {"hermes-json", "qwen3-xml", "negative"}
+    assert len(SHARED) >= 50
+    assert {case["family"] for case in SHARED} >= {"hermes-json", "qwen3-xml", "negative"}
+    assert len({case["id"] for case in CASES}) == len(CASES)

@@ -238,3 +238,14 @@ def test_ambiguous_case_insensitive_name_is_left_alone() -> None:
     tools = [{"name": "Search"}, {"name": "search"}]
     result = parse('<tool_call>{"name": "SEARCH", "arguments": {}}</tool_call>', tools)
     assert result.tool_calls[0].name == "SEARCH"
+
+
+def test_a_broken_tools_block_right_after_its_tag_does_not_hide_what_follows() -> None:
+    # `<tools>{` with nothing between: fed whole, the block used to hold the rest of the reply.
+    text = (
+        '<tools>{"name": "get_weather", "arguments": {<\n'
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    )
+    result = parse_every_way(text, TOOLS)
+    assert calls_as_dicts(result) == [PARIS]
+    assert result.content == '<tools>{"name": "get_weather", "arguments": {<'

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parser_helpers import WEATHER, calls_as_dicts, parse_every_way
+from hermes_tools import ParseResult
+from parser_helpers import WEATHER, calls_as_dicts, check_nothing_lost, parse_every_way
 
 TOOLS = [WEATHER]
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -17,10 +18,18 @@ def test_text_before_between_and_after_calls() -> None:
     assert len(result.tool_calls) == 3
 
 
-def test_plain_text_is_untouched() -> None:
-    text = "  Indented start?\n\nA <b>tag</b>, a {brace}, 3 < 4 > 2, and `code`.\n"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  Indented start?\n\nA <b>tag</b>, a {brace}, 3 < 4 > 2, and `code`.\n",
+        "    def f():\n        pass\n",
+        "\n\n  \t\n",
+        "[1, 2] and [x] and [link](url) and {} and {'a': 1}\n",
+    ],
+)
+def test_text_without_protocol_markup_is_untouched(text: str) -> None:
     result = parse_every_way(text, TOOLS)
-    assert result.content == text.strip()
+    assert result.content == text
     assert result.tool_calls == []
 
 
@@ -92,7 +101,7 @@ def test_calls_shown_in_code_are_text(text: str) -> None:
     result = parse_every_way(text, TOOLS)
     assert result.tool_calls == []
     assert result.invalid_tool_calls == []
-    assert result.content == text.strip()
+    assert result.content == text
 
 
 def test_code_fence_closes_and_calls_after_it_are_real() -> None:
@@ -136,7 +145,7 @@ def test_json_that_is_not_a_call_stays_text(text: str) -> None:
     result = parse_every_way(text, TOOLS)
     assert result.tool_calls == []
     assert result.invalid_tool_calls == []
-    assert result.content == text.strip()
+    assert result.content == text
 
 
 def test_bare_json_calls_can_be_turned_off_and_need_bound_tools() -> None:
@@ -156,9 +165,11 @@ def test_held_back_tag_start_is_flushed_at_the_end() -> None:
         assert parse_every_way(f"ends with {tail}", TOOLS).content == f"ends with {tail}"
 
 
-def test_stray_closing_tags_are_dropped() -> None:
-    assert parse_every_way("Done.</tool_call>", TOOLS).content == "Done."
-    assert parse_every_way("Answer</think> here", TOOLS).content == "Answer here"
+@pytest.mark.parametrize(
+    "text", ["Done.</tool_call>", "Answer</think> here", "a </function_call> b <|python_end|>"]
+)
+def test_stray_closing_tags_are_text(text: str) -> None:
+    assert parse_every_way(text, TOOLS).content == text
 
 
 def test_a_fence_with_a_very_long_first_line_is_code() -> None:
@@ -190,3 +201,61 @@ def test_think_after_text_that_never_closes_is_all_text() -> None:
     assert result.content == text
     assert result.reasoning is None
     assert result.tool_calls == []
+
+
+# -- exact text (issue 11) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("Let me check.\n" + CALL + "\nDone.\n", "Let me check.\nDone.\n"),
+        ("  Indented.\n" + CALL, "  Indented."),
+        (CALL + "\n\n    code()\n", "    code()\n"),
+        ("a " + CALL + " b", "a b"),
+        ("<think>r</think>\n\nAnswer:\n\n  - one\n", "Answer:\n\n  - one\n"),
+    ],
+)
+def test_only_whitespace_next_to_removed_markup_is_layout(text: str, content: str) -> None:
+    assert parse_every_way(text, TOOLS).content == content
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "after"),
+    [
+        ("Hello!<|im_end|>\n<|im_start|>user\nthanks", "Hello!", "\n<|im_start|>user\nthanks"),
+        ("Hello!\n<|eot_id|>", "Hello!", ""),
+        (f"{CALL}<|im_end|><tool_call>junk", "", "<tool_call>junk"),
+        ("<think>r<|im_end|>more", "", "more"),
+        ("`code <|im_end|> more`", "`code", " more`"),
+    ],
+)
+def test_end_of_turn_tokens_end_the_reply(text: str, content: str, after: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert result.content == content
+    assert result.after_end == after
+
+
+def test_no_end_token_no_after_end() -> None:
+    assert parse_every_way("Hello.", TOOLS).after_end is None
+
+
+def test_think_open_reply_that_never_thinks_still_answers() -> None:
+    result = parse_every_way("The answer is 4.", TOOLS, think_open=True)
+    assert result.reasoning == "The answer is 4."
+    assert result.content == "The answer is 4."
+
+
+def test_think_open_reply_that_closes_its_reasoning() -> None:
+    result = parse_every_way("Hmm.\n</think>\n\nThe answer is 4.", TOOLS, think_open=True)
+    assert result.reasoning == "Hmm."
+    assert result.content == "The answer is 4."
+
+
+def test_the_nothing_lost_check_finds_a_lost_word() -> None:
+    text = f"Hello there.\n{CALL}"
+    check_nothing_lost(text, parse_every_way(text, TOOLS))
+    with pytest.raises(AssertionError, match="'there' is lost"):
+        check_nothing_lost(text, ParseResult(content="Hello."))
+    with pytest.raises(AssertionError, match="'get_weather' is lost"):
+        check_nothing_lost(text, ParseResult(content="Hello there."))

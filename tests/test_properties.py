@@ -203,7 +203,7 @@ SEGMENT_KINDS = [
 
 
 def _places(result: ParseResult) -> list[str]:
-    places = [result.content, result.reasoning or ""]
+    places = [result.content, result.reasoning or "", result.after_end or ""]
     for call in result.tool_calls:
         places.append(call.name + json.dumps(call.arguments, ensure_ascii=False))
     for invalid in result.invalid_tool_calls:
@@ -256,3 +256,34 @@ def test_partial_json_never_invents_anything(value: dict[str, Any], data: Any) -
         return part == whole
 
     assert partial is None or within(partial, value)
+
+
+# -- JSON that names no tool ------------------------------------------------------------------
+# A reply that is (or ends with) a short JSON text that is no call: `{}`, `[]`, an object with
+# call-like keys but no bound tool's name. Every character must reach the content, exactly.
+
+BOUND = {"get_weather", "write_file"}
+call_like_keys = st.sampled_from(["name", "arguments", "parameters", "type", "id", "args", "x"])
+short_json = st.one_of(
+    st.sampled_from(
+        ["{}", "[]", "[{}]", '{"parameters": {}}', '{"arguments": {}}', '{"name": ""}']
+    ),
+    json_values.map(json.dumps),
+    st.dictionaries(call_like_keys, json_values, max_size=3)
+    .filter(lambda value: not isinstance(value.get("name"), str) or value["name"] not in BOUND)
+    .map(lambda value: json.dumps(value, indent=None if len(value) < 2 else 1)),
+)
+
+
+@given(
+    st.sampled_from(["", "Here: ", "text\n", "  "]), short_json, st.sampled_from(["", "\n", " ok"])
+)
+def test_json_that_names_no_tool_is_text_to_the_last_character(
+    prefix: str, body: str, suffix: str
+) -> None:
+    text = prefix + body + suffix
+    result, _ = run(text, TOOLS, list(range(1, len(text))))
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text
+    assert run(text, TOOLS)[0] == result

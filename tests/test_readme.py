@@ -54,6 +54,7 @@ def test_cli_examples_and_how_it_works_show_real_output() -> None:
         for block in blocks("bash")
         for line in block.splitlines()
         if line.startswith("uv run hermes-tools")
+        and not line.startswith("uv run hermes-tools local")
     ]
     assert commands == [
         "uv run hermes-tools prompt --tools cookbook/tools.json",

@@ -56,7 +56,7 @@ def test_the_earlier_prompt_stays_reachable() -> None:
 
 def test_the_default_prompt_never_shows_the_results_tag() -> None:
     # Small models told about <tool_response> write made-up results (bench/model_eval.py).
-    for syntax in ("json", "qwen3_coder"):
+    for syntax in ("json", "qwen3_coder", "pythonic"):
         assert "tool_response" not in HermesFormat(syntax=syntax).system_prompt(TOOLS)
 
 

@@ -72,7 +72,7 @@ def test_a_config_file(tmp_path: Path) -> None:
         ("upstream = ", "is not valid TOML"),
         ('upstream = "x"\nport = 3', "unknown keys ['port']"),
         ("[format]\nthink = true", "Unknown option 'think' in the format options"),
-        ('[format]\nsyntax = "xml"', "syntax must be 'json' or 'qwen3_coder'"),
+        ('[format]\nsyntax = "xml"', "syntax must be one of 'json', 'qwen3_coder', 'pythonic'"),
         ('[format]\nthink_open = "yes"', "'think_open' in the format options must be a bool"),
         ("[format]\nrepair_attempts = -1", "repair_attempts in the format options must be 0"),
         ("[[models]]\nthink_open = true", "Model rule 1 needs a `match` pattern"),

@@ -88,6 +88,11 @@ VARIANTS: dict[str, Variant] = {
         Variant(
             "tooluser", "the tooluser package's prompt", {"template": TOOLUSER_TEMPLATE}, peer=True
         ),
+        Variant(
+            "pythonic",
+            'hermes-tools\' prompt teaching pythonic calls: [name(key="value")]',
+            {"syntax": "pythonic"},
+        ),
     ]
 }
 PEERS = [name for name, variant in VARIANTS.items() if variant.peer]

@@ -14,6 +14,7 @@ from hermes_tools.errors import HermesToolsError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.local.cli import add_commands as add_local_commands
+from hermes_tools.prompt import SYNTAXES
 from hermes_tools.serve.command import add_serve_command
 from hermes_tools.tools import tool_specs
 
@@ -98,9 +99,9 @@ _TOOLS_HELP = (
 def _format_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--syntax",
-        choices=("json", "qwen3_coder"),
+        choices=SYNTAXES,
         default="json",
-        help="the call syntax the prompt teaches (the parser always reads both)",
+        help="the call syntax the prompt teaches (the parser always reads all of them)",
     )
     parser.add_argument("--call-tag", default="tool_call", help="tag around calls")
 

@@ -9,6 +9,8 @@ users, tools and earlier replies is neutralised so it cannot forge the protocol'
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -137,8 +139,11 @@ def render_call(name: str, arguments: object, options: RenderOptions) -> str:
     decoded = _decode_arguments(arguments)
     if decoded is None and _is_call_body(arguments, name, options):
         return f"<{options.call_tag}>\n{arguments}\n</{options.call_tag}>"
+    pythonic = _pythonic_call(name, decoded) if options.syntax == "pythonic" else None
     if options.syntax == "qwen3_coder":
         body = _xml_call(name, decoded, arguments, options)
+    elif pythonic is not None:
+        body = neutralize_json(pythonic, options.tags)  # `<` only occurs inside its strings
     elif decoded is not None:
         body = json.dumps({"name": name, "arguments": decoded}, ensure_ascii=False)
     else:
@@ -148,6 +153,43 @@ def render_call(name: str, arguments: object, options: RenderOptions) -> str:
     if options.syntax == "json":
         body = neutralize_json(body, options.tags)
     return f"<{options.call_tag}>\n{body}\n</{options.call_tag}>"
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def _pythonic_call(name: str, decoded: dict[str, Any] | None) -> str | None:
+    """`[name(key="value", ...)]`, or None when the call cannot be written so (arguments the
+    model got wrong, keys that are no Python names): it is then written as JSON, which the
+    parser reads as well."""
+    if decoded is None or not _CALL_NAME.fullmatch(name):
+        return None
+    if not all(isinstance(key, str) and _IDENTIFIER.fullmatch(key) for key in decoded):
+        return None
+    try:
+        values = [f"{key}={_python_literal(value)}" for key, value in decoded.items()]
+    except ValueError:
+        return None
+    return f"[{name}({', '.join(values)})]"
+
+
+def _python_literal(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # JSON's escapes are Python's too
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_python_literal, value)) + "]"
+    if isinstance(value, Mapping):
+        items = (
+            f"{json.dumps(str(k), ensure_ascii=False)}: {_python_literal(v)}"
+            for k, v in value.items()
+        )
+        return "{" + ", ".join(items) + "}"
+    raise ValueError(f"no Python literal for {value!r}")
 
 
 def _is_call_body(arguments: object, name: str, options: RenderOptions) -> bool:

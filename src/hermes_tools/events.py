@@ -31,10 +31,14 @@ class InvalidToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ParseResult:
+    """The whole reply. `after_end` is what the model wrote after an end-of-turn token
+    (`<|im_end|>`...), which ends the reply: not content, not calls; None when there was none."""
+
     content: str
     reasoning: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     invalid_tool_calls: list[InvalidToolCall] = field(default_factory=list)
+    after_end: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

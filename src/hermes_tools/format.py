@@ -14,7 +14,7 @@ from typing import Any, Literal
 from hermes_tools.conversation import RenderOptions, render_conversation
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.events import ParseResult
-from hermes_tools.prompt import Syntax, ToolChoice, system_prompt, tool_choice
+from hermes_tools.prompt import SYNTAXES, Syntax, ToolChoice, system_prompt, tool_choice
 from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tags import check_tag_name
 from hermes_tools.tools import Toolbox
@@ -37,8 +37,9 @@ FORMAT_OPTIONS = (
 class HermesFormat:
     """How tools are written into the prompt and read back out of the reply.
 
-    - `syntax`: "json" (`{"name": ..., "arguments": {...}}` per call block) or "qwen3_coder"
-      (`<function=NAME><parameter=P>value</parameter></function>`). The parser reads both.
+    - `syntax`: "json" (`{"name": ..., "arguments": {...}}` per call block), "qwen3_coder"
+      (`<function=NAME><parameter=P>value</parameter></function>`) or "pythonic"
+      (`[name(key="value")]`). The parser reads all three, whatever the prompt taught.
     - `call_tag` / `response_tag`: the tag names around calls and around tool results.
     - `instructions`: replaces the how-to-call text after the tool list (`{call_tag}` and
       `{response_tag}` are filled in).
@@ -63,8 +64,10 @@ class HermesFormat:
     think_open: bool = False
 
     def __post_init__(self) -> None:
-        if self.syntax not in ("json", "qwen3_coder"):
-            raise FormatOptionError(f"syntax must be 'json' or 'qwen3_coder', not {self.syntax!r}.")
+        if self.syntax not in SYNTAXES:
+            raise FormatOptionError(
+                f"syntax must be one of {', '.join(map(repr, SYNTAXES))}, not {self.syntax!r}."
+            )
         for option in ("call_tag", "response_tag"):
             check_tag_name(option, getattr(self, option))
         if self.call_tag == self.response_tag:

@@ -23,12 +23,12 @@ import enum
 import re
 from typing import Any
 
-from hermes_tools.block_text import BlockText
+from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
 from hermes_tools.repairs import faithful_repair
-from hermes_tools.tags import NeedMore, TagMatcher, cut_off
+from hermes_tools.tags import BlockEnd, NeedMore, cut_off
 from hermes_tools.tools import Toolbox
 
 _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
@@ -36,7 +36,8 @@ _ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args"})
 _IGNORED_KEYS = frozenset({"type", "id"})
 _FUNCTION_KEY = "function"
 _SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
-_SEPARATORS = re.compile(r"[\s,]*")
+_MAX_SHAPE_KEY = max(map(len, _SHAPE_KEYS))
+_SEPARATORS = re.compile(r"[\s,;]*")  # Llama separates calls with `;`
 # A fence around calls: its info word is a language calls are written in, or nothing; any
 # other word is text the model wrote, not layout.
 CALL_FENCE_LANGUAGES = "json5?|jsonc|javascript|js|tool_call|tool_code|python|py"
@@ -120,14 +121,19 @@ class _Call:
         self.extra_keys: list[str] = []
 
 
-_BETWEEN, _VALUE, _FAILED = range(3)
+class _State(enum.Enum):
+    BETWEEN = enum.auto()  # between calls: separators, fences, tags
+    VALUE = enum.auto()  # the lexer reads a value (a call object or a list of them)
+    FAILED = enum.auto()  # the lexer gave up: collecting the rest of the block
+
+
 _NOT_JSON = "expected a JSON object with the call's name and arguments"
 _NOT_A_CALL = "a list of calls may only hold call objects"
 
 
-class JsonCallReader:
-    """Reads JSON calls until a tag of kind "end"; tags of kind "skip" between calls are
-    ignored (a repeated opening tag). Events go to the emitter.
+class JsonCallReader(CallReader[_State]):
+    """Reads JSON calls until the block's closing tag or an end token; the opening tag again
+    between calls is ignored. Events go to the emitter.
 
     `strict` is for a bare JSON object outside any tag: one object, only call-shaped keys, and
     a bound tool's name; anything else sets `rejected` (the lexer stops right after the token
@@ -140,21 +146,14 @@ class JsonCallReader:
         self,
         emitter: CallEmitter,
         toolbox: Toolbox,
-        tags: TagMatcher,
+        block: Block,
         *,
         strict: bool = False,
         require_arguments: bool = False,
     ) -> None:
-        self._emitter = emitter
-        self._toolbox = toolbox
-        self._tags = tags
+        super().__init__(emitter, toolbox, block, _State.BETWEEN)
         self._strict = strict
         self._require_arguments = require_arguments
-        self.finished = False
-        self.rejected = False
-        self._state = _BETWEEN
-        self._raw = BlockText()
-        self._base = 0  # absolute offset of text[0] during a feed
         self._settled = 0  # absolute offset up to which every character is accounted for
         self._lexer: JsonLexer | None = None
         self._failure: tuple[str, int] | None = None  # error, absolute start of the bad text
@@ -180,25 +179,8 @@ class JsonCallReader:
 
     # -- driving --------------------------------------------------------------------------
 
-    def feed(self, text: str, pos: int) -> int:
-        """Consume from `pos`; return where it stopped: short of the end only when the block
-        finished there, or when a tag may be cut by the chunk boundary (feed that tail again
-        with more text)."""
-        self._base = self._raw.begin_feed(text, pos)
-        while pos < len(text) and not self.finished and not self.rejected:
-            state = self._state
-            if state == _BETWEEN:
-                new_pos = self._between(text, pos)
-            elif state == _VALUE:
-                new_pos = self._value(text, pos)
-            else:
-                new_pos = self._failed(text, pos)
-            if new_pos == pos and state == self._state:
-                break
-            pos = new_pos
-        self._raw.end_feed(pos)
+    def _fed(self) -> None:
         self._raw.release(self._keep_from())
-        return pos
 
     def _keep_from(self) -> int:
         """The earliest offset an invalid call may still need as raw text."""
@@ -213,14 +195,15 @@ class JsonCallReader:
         """The output ended, after `rest`: a cut-off tail the parser was holding."""
         if self.finished or self.rejected:
             return
-        cut_tag = self._tags.kind_prefixed_by(rest) is not None
-        cut_end_tag = self._tags.kind_prefixed_by(rest) == "end"
+        cut = self._ends.kind_prefixed_by(rest)
+        cut_tag = cut is not None
+        cut_end_tag = cut in (BlockEnd.CLOSE, BlockEnd.TOKEN)
         self.finished = True
         end = len(self._raw)
         self._raw.add(rest)
         if not cut_tag:
             end = len(self._raw)
-        if self._state == _VALUE:
+        if self._state is _State.VALUE:
             lexer = self._lexer
             assert lexer is not None
             if self._strict:
@@ -238,7 +221,7 @@ class JsonCallReader:
                     "the call's JSON is incomplete" if cut_end_tag else TRUNCATED, end
                 )
             self._settle_leftover(end, TRUNCATED)
-        elif self._state == _FAILED:
+        elif self._state is _State.FAILED:
             self._settle_failure(end, repairable=cut_end_tag)
         else:
             self._settle_leftover(end, TRUNCATED)
@@ -247,9 +230,6 @@ class JsonCallReader:
         assert self._lexer is not None
         self._lexer.finish_word()
         return self._lexer.done
-
-    def _abs(self, pos: int) -> int:
-        return self._base + pos
 
     def _reject(self) -> None:
         self.rejected = True
@@ -267,8 +247,9 @@ class JsonCallReader:
             return pos
         ch = text[pos]
         if ch == "{" or (ch == "[" and not self._strict):
-            self._lexer = JsonLexer(self)
-            self._state = _VALUE
+            # Outside a block, every key of a call is one of a few short words.
+            self._lexer = JsonLexer(self, max_key=_MAX_SHAPE_KEY if self._strict else None)
+            self._state = _State.VALUE
             return pos
         if ch == "`" and not self._strict:
             head = _FENCE_HEAD.match(text, pos)
@@ -278,13 +259,13 @@ class JsonCallReader:
             if mark is not None:
                 return mark.end()
         if ch == "<" and not self._strict:
-            found = self._tags.match(text, pos)
+            found = self._ends.match(text, pos)
             if isinstance(found, NeedMore):
                 return pos
             if isinstance(found, tuple):
                 kind, end = found
-                if kind == "end":
-                    self.finished = True
+                if kind is not BlockEnd.REOPEN:
+                    self._finish(kind)
                     if not self._raw.has_text_before(self._abs(pos)):
                         PendingCall(self._emitter, self._toolbox).fail(
                             "the tool call block is empty", ""
@@ -295,7 +276,7 @@ class JsonCallReader:
             self._reject()
             return pos
         self._failure = (_NOT_JSON, self._settled)
-        self._state = _FAILED
+        self._state = _State.FAILED
         return pos
 
     def _value(self, text: str, pos: int) -> int:
@@ -306,7 +287,7 @@ class JsonCallReader:
         if self.rejected:
             return pos
         if lexer.done:
-            self._state = _BETWEEN
+            self._state = _State.BETWEEN
             self.finished = self._strict
             return pos
         if lexer.error is not None:
@@ -316,17 +297,17 @@ class JsonCallReader:
         if self._strict:  # a `<` outside a string
             self._reject()
             return pos
-        found = self._tags.match(text, pos)
+        found = self._ends.match(text, pos)
         if isinstance(found, NeedMore):
             return pos
-        if isinstance(found, tuple) and found[0] == "end":
+        if isinstance(found, tuple) and found[0] is not BlockEnd.REOPEN:
             self._closing_at = self._abs(pos)
             complete = lexer.close_open_containers()
             self._flush_args()
             if not complete:
                 self._abandon_open_call("the call's JSON is incomplete", self._abs(pos))
             self._settle_leftover(self._abs(pos), "the call's JSON is incomplete")
-            self.finished = True
+            self._finish(found[0])
             return found[1]
         return self._fail_value("unexpected '<'", pos)
 
@@ -338,22 +319,17 @@ class JsonCallReader:
         self._failure = (f"the call is not valid JSON: {error}", start)
         assert self._lexer is not None
         self._repairable = error != MISSING_VALUE and not self._lexer.past_limit
-        self._state = _FAILED
+        self._state = _State.FAILED
         return pos
 
     def _failed(self, text: str, pos: int) -> int:
-        while True:
-            lt = text.find("<", pos)
-            if lt < 0:
-                return len(text)
-            found = self._tags.match(text, lt)
-            if isinstance(found, NeedMore):
-                return lt
-            if isinstance(found, tuple) and found[0] == "end":
-                self._settle_failure(self._abs(lt), repairable=True)
-                self.finished = True
-                return found[1]
-            pos = lt + 1
+        found = self._scan(text, pos, self._ends, lambda kind: kind is not BlockEnd.REOPEN)
+        if isinstance(found, int):
+            return found
+        kind, lt, end = found
+        self._settle_failure(self._abs(lt), repairable=True)
+        self._finish(kind)
+        return end
 
     def _settle_leftover(self, end: int, error: str) -> None:
         """Text after the last settled call that no call took (a cut-off list, stray words)."""
@@ -633,6 +609,13 @@ class JsonCallReader:
 
         call.pending.succeed(raw)
         self._settled = max(self._settled, end)
+
+
+JsonCallReader.HANDLERS = {
+    _State.BETWEEN: JsonCallReader._between,
+    _State.VALUE: JsonCallReader._value,
+    _State.FAILED: JsonCallReader._failed,
+}
 
 
 def _trim(raw: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
+_LIMITED_KEY_STOP = {'"': re.compile(r'["\\<]'), "'": re.compile(r"['\\<]")}
 # From a backslash: a run of characters and complete two-character escapes, decoded in one
 # piece (text with many escapes, like code in a file's content, would otherwise cost a step
 # per escape); `\\u` escapes and anything unusual are left to the step-by-step path.
@@ -118,6 +119,8 @@ class JsonLexer:
         "_high_surrogate",
         "_in_key",
         "_key",
+        "_key_length",
+        "_max_key",
         "_quote",
         "_sink",
         "_stack",
@@ -129,8 +132,13 @@ class JsonLexer:
         "past_limit",
     )
 
-    def __init__(self, sink: TokenSink) -> None:
+    def __init__(self, sink: TokenSink, *, max_key: int | None = None) -> None:
+        """`max_key`: keys of the top-level object longer than this stop the lexer with an
+        error (a reader that only accepts a few short keys there gives up before a long quoted
+        "key" swallows a tag)."""
         self._sink = sink
+        self._max_key = max_key
+        self._key_length = 0
         self._stack: list[str] = []
         self._expect = _VALUE
         self._quote: str | None = None
@@ -238,6 +246,7 @@ class JsonLexer:
             if expect == _KEY:
                 self._in_key = True
                 self._key = []
+                self._key_length = 0
             elif expect == _VALUE:
                 self._in_key = False
                 self._sink.begin_string()
@@ -252,15 +261,28 @@ class JsonLexer:
     def _continue_word(self, text: str, pos: int) -> int:
         match = _WORD.match(text, pos)
         assert match is not None
-        self._word.append(match.group())
-        self._word_length += match.end() - pos
-        pos = match.end()
-        if self._word_length > _MAX_WORD:
-            self._past_limit("a word is too long to be a JSON value")
-        elif pos < len(text):
-            self.at = pos - 1
+        end = match.end()
+        # Past a limit, stop exactly one character beyond it, whatever the chunking.
+        key_limit = self._limits_key() and self._expect == _KEY
+        limit = self._max_key if key_limit else _MAX_WORD
+        assert limit is not None
+        room = limit - self._word_length + 1
+        if end - pos >= room:
+            self._word.append(text[pos : pos + room])
+            if key_limit:
+                self.error = "a key too long"
+            else:
+                self._past_limit("a word is too long to be a JSON value")
+            return pos + room
+        self._word.append(text[pos:end])
+        self._word_length += end - pos
+        if end < len(text):
+            self.at = end - 1
             self._settle_word(self._take_word())
-        return pos
+        return end
+
+    def _limits_key(self) -> bool:
+        return self._max_key is not None and len(self._stack) == 1
 
     def _take_word(self) -> str:
         word = "".join(self._word)
@@ -320,8 +342,19 @@ class JsonLexer:
             return self._continue_escape(text, pos)
         quote = self._quote
         assert quote is not None
-        match = _STRING_STOP[quote].search(text, pos)
+        limited = self._in_key and self._limits_key()
+        match = (_LIMITED_KEY_STOP if limited else _STRING_STOP)[quote].search(text, pos)
         stop = match.start() if match else end
+        if limited:
+            assert self._max_key is not None
+            room = self._max_key - self._key_length + 1
+            if stop - pos >= room:  # stop one character past the limit, whatever the chunking
+                self._emit_chars(text[pos : pos + room])
+                return pos + room
+            if match is not None and text[stop] == "<":  # no key of a call holds a tag
+                self._emit_chars(text[pos:stop])
+                self.error = "a key holds '<'"
+                return stop
         if stop > pos:
             self._emit_chars(text[pos:stop])
         if match is None:
@@ -337,7 +370,7 @@ class JsonLexer:
                 self._sink.end_string()
                 self._after_value()
             return stop + 1
-        run = _ESCAPED_RUN[quote].match(text, stop)
+        run = None if limited else _ESCAPED_RUN[quote].match(text, stop)  # limited: step by step
         if run is not None:
             self._emit_chars(_decoded_run(run.group(), quote))
             return run.end()
@@ -391,6 +424,9 @@ class JsonLexer:
             self._flush_surrogate()
         if self._in_key:
             self._key.append(chars)
+            self._key_length += len(chars)
+            if self._limits_key() and self._key_length > self._max_key:  # type: ignore[operator]
+                self.error = "a key too long"
         else:
             self._sink.string_chunk(chars)
 

@@ -10,7 +10,8 @@ from typing import Literal
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.tools import ToolSpec
 
-Syntax = Literal["json", "qwen3_coder"]
+Syntax = Literal["json", "qwen3_coder", "pythonic"]
+SYNTAXES: tuple[Syntax, ...] = ("json", "qwen3_coder", "pythonic")
 
 # The default wording is the tool-calling wording Qwen2.5 and Hermes-style models were trained
 # on, plus the sentences the evaluation on real models showed they need (bench/model_eval.py):
@@ -74,8 +75,31 @@ block per call; a reply may hold several. Each result comes back to you inside \
 <{response_tag}></{response_tag}>. If no function is needed, answer directly."""
 
 
+PYTHONIC_INSTRUCTIONS = (
+    "To call functions, write a <{call_tag}></{call_tag}> block holding a Python list of calls "
+    "with keyword arguments:\n"
+    "<{call_tag}>\n"
+    '[function_name(argument_name="value", other_argument=42)]\n'
+    "</{call_tag}>\n"
+    "Values are Python literals: strings in quotes, numbers, True, False, None, lists and dicts. "
+    "Put every call of a reply in the one list.\n\n"
+    "Once you have the results you need, answer the user from them. "
+    "If no function is needed, answer directly."
+)
+
+_INSTRUCTIONS = {
+    "json": JSON_INSTRUCTIONS,
+    "qwen3_coder": QWEN3_CODER_INSTRUCTIONS,
+    "pythonic": PYTHONIC_INSTRUCTIONS,
+}
+
+
 def legacy_template(syntax: Syntax = "json") -> str:
     """The earlier default tools prompt, as a `template` (tools in OpenAI's shape)."""
+    if syntax == "pythonic":
+        raise FormatOptionError(
+            "The earlier prompt had no pythonic syntax; use json or qwen3_coder."
+        )
     how_to = _LEGACY_JSON if syntax == "json" else _LEGACY_QWEN3_CODER
     return f"{_LEGACY_PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{how_to}"
 
@@ -170,7 +194,7 @@ def system_prompt(
             text = _join(text, "{tool_choice}") if rule else text
         return text.replace("{tool_choice}", rule).replace("{tools}", tool_lines(tools))
     if instructions is None:
-        instructions = JSON_INSTRUCTIONS if syntax == "json" else QWEN3_CODER_INSTRUCTIONS
+        instructions = _INSTRUCTIONS[syntax]
     how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
     return f"{_PREAMBLE}\n<tools>\n{compact_tool_lines(tools)}\n</tools>\n\n{how_to}"
 

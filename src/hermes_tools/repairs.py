@@ -18,29 +18,31 @@ from hermes_tools.json_lexer import repair
 from hermes_tools.json_limits import value_problem
 
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
-_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-_SIMPLE_ESCAPE = re.compile(r"\\([nrtbf])")
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
-_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "", "f": ""}
 
 
-def _decode_escapes(text: str) -> str:
-    text = _UNICODE_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), text)
-    return _SIMPLE_ESCAPE.sub(lambda match: _ESCAPED[match.group(1)], text)
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if len(code) == 5:
+        return chr(int(code[1:], 16))
+    return _ESCAPED.get(code, code)
 
 
-def _words(text: str) -> str:
+def words(text: str) -> str:
+    """The words of a JSON-ish text: escapes decoded (as many levels as it has: arguments
+    written as a JSON string inside JSON have two); quotes, commas, colons, brackets,
+    backslashes and whitespace set aside; Python's True/False/None spelled as JSON's."""
+    for _ in range(3):
+        if "\\" not in text:
+            break
+        text = _ESCAPE.sub(_unescape, text)
     # Surrogates written as two escapes are one character; a lone one is unreadable either way.
     text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     text = _LITERAL.sub(lambda match: _LITERALS[match.group()], text)
     return _LAYOUT.sub("", text)
-
-
-def words(text: str) -> str:
-    """The words of a JSON-ish text: escapes decoded; quotes, commas, colons, brackets,
-    backslashes and whitespace set aside; Python's True/False/None spelled as JSON's."""
-    return _words(_decode_escapes(text))
 
 
 def _atoms(value: Any) -> list[str]:
@@ -75,7 +77,7 @@ class _Key:
 
 def faithful(written: str, value: Any) -> bool:
     """Whether `value` spells exactly the words of `written`."""
-    return words(written) == _words(" ".join(_atoms(value)))
+    return words(written) == words(" ".join(_atoms(value)))
 
 
 def faithful_repair(text: str) -> Any:

@@ -2,58 +2,67 @@
 
 Theory of operation
 -------------------
-The parser is fed text in any split. It keeps only `_held`, the tail it could not decide on yet
-(a possible tag start, a backtick run, a tag head without its `>`), and prepends it to the next
-feed; everything before it is consumed exactly once. Each state has a handler that consumes from
-a position and returns the new one; returning the same position without a state change means
-"need more text".
+The parser is fed text in any split. It keeps only `_held`, a bounded tail it could not decide
+on yet (a possible tag start, a tag head without its `>`), and prepends it to the next feed;
+everything before it is consumed exactly once. The machine is data: `State` names the states,
+`HANDLERS` maps each to the method that consumes from a position and returns the new one
+(returning the same position without a change of state means "need more text"), tags are
+read through `TagMatcher`s into the closed `Tag` kinds, and call blocks are rows of a table
+(`_blocks`: opening tag -> `Block`) read by one of three readers sharing one driver
+(`call_reader`): JSON, Qwen3-Coder XML, pythonic. A new syntax is one reader and one row.
 
 States:
-- CONTENT    visible text. Looks for `<` (tags), backticks (code) and, at the start of a line,
-             `{` (a bare JSON call). `<think>` opens REASONING only where no text has been
-             written since the start or the last call; a call tag opens BODY_START;
-             `<function=...>` opens a BLOCK on its own; end-of-turn tokens and stray closing
-             tags are dropped.
-- REASONING  inside `<think>`; `</think>` returns to CONTENT. A call tag here starts a
-             tentative block (see below): a draft unless the think block is never closed.
+- CONTENT    visible text. Looks for `<` (tags), backticks (code), `{` and `[` (calls written
+             without tags). `<think>` opens REASONING where no text was written since the
+             start or the last call, THINK_LATE elsewhere; a block's opening tag opens
+             BODY_START; `<function=...>` is a BLOCK on its own; `<tools>` opens TOOLS; an end
+             token ends the reply (AFTER_END). Any other tag is text.
+- REASONING  inside `<think>`; `</think>` returns to CONTENT. A block opened here is a draft
+             (tentative): a call only if the think block is never closed.
+- THINK_LATE `<think>` after text (tentative): reasoning if `</think>` closes it, calls drafted
+             in it included; if the reply ends first, all of it, `<think>` included, is text.
+- TICKS      a run of backticks, counted as it arrives; where it ends decides between inline
+             code and a fence.
 - INLINE     inside `code`: tags are text. Ends at the matching backticks or a line break.
 - FENCE      inside a ``` fence: tags are text. Ends at a line starting with the fence.
-- BODY_START after a call tag: the first non-blank text picks the JSON or the XML reader.
-- BLOCK      a call reader (json_calls / xml_calls) consumes until its block ends.
-- FENCE_HEAD a fence at the start of a line that may wrap a bare JSON call (tentative): its
-             info line, then blank lines, are consumed; a `{` then starts BARE_JSON.
-- BARE_JSON  a `{` at the start of a line, read by a strict JSON reader (tentative).
-- JSON_TEXT  a bare JSON object that turned out not to be a call: text until it closes, so
-             tags inside its strings stay text.
-- TAIL       after a tentative block or object: whitespace is held; what comes next decides.
-- TICKS      a run of backticks in CONTENT, counted as it arrives; where it ends decides
-             between inline code and a fence.
-- THINK_LATE `<think>` after text (tentative): reasoning if `</think>` closes it, and then
-             calls drafted in it are reasoning too; if the reply ends first, all of it,
-             `<think>` included, is text. Never half of each.
-- TOOLS      `<tools>` in a reply (tentative): calls only if every object in it is strictly
-             `{"name": <bound tool>, "arguments": {...}}` up to `</tools>`; anything else (the
-             tool signatures of an echoed prompt) makes the whole block text.
+- FENCE_HEAD a fence at the start of a line that may hold a call without tags (tentative): its
+             info word (a language calls are written in), then blank lines, then the call.
+- BODY_START after a block's opening tag: the first text picks the reader.
+- BLOCK      a call reader consumes until its block ends.
+- TAGLESS    a call without tags (tentative), read strictly: a JSON object naming a bound tool,
+             or a pythonic list of calls to bound tools. Anything else rejects it.
+- JSON_TEXT  a JSON object that turned out not to be a call: text until it closes, so tags
+             inside its strings stay text.
+- TAIL       after a tentative call: whitespace (and, between calls without tags, `;`) is
+             held; what comes next decides.
+- TOOLS      `<tools>` (tentative): calls only if everything in it is strictly
+             `{"name": <bound tool>, "arguments": {...}}` up to `</tools>`, else text (an
+             echoed system prompt).
+- AFTER_END  after an end-of-turn token: nothing more is the reply (`ParseResult.after_end`).
 
-Tentative text (a call in an unclosed think block, a bare JSON call) is held back with its
-events: the end of the output confirms it (the events are released), anything else rejects it
-(its raw text is emitted as content or reasoning, and the call indexes it took are given back).
-A tagless call that the conversation already contains (`untrusted`, see `trust`) is a quote:
-it is rejected too.
+Tentative text is held back with its events: the end of the output (or an end token) confirms
+it, anything else rejects it (its raw text becomes content or reasoning, as written, and the
+call indexes it took are given back; ids are only drawn on confirmation). A tagless call that
+the conversation already contains (`untrusted`, see `trust`) is a quote: rejected too.
 
-Whitespace is layout, not content: each channel (content, reasoning) holds a trailing run of
-whitespace until more text follows, and drops it at a tag or at the end; the leading whitespace
-of a channel is dropped. Every other character ends up in exactly one place.
+Text is exact (`text_channel`): what the protocol did not consume reaches the user byte for
+byte; only whitespace that separated removed markup from text is layout.
+
+`think_open`: the reply starts inside reasoning. If it never writes `</think>` and makes no
+call, the model did not think: its text, streamed as reasoning, is also given as the content
+when the reply ends, so the user gets the answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from hermes_tools.call_reader import Block
 from hermes_tools.errors import HermesToolsError, WrongTypeError
 from hermes_tools.events import (
     Event,
@@ -66,37 +75,53 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.json_calls import CALL_FENCE_LANGUAGES, JsonCallReader
+from hermes_tools.json_calls import JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
-from hermes_tools.tags import END_TOKENS, NeedMore, TagMatcher, check_tag_name, cut_off
+from hermes_tools.pythonic_calls import PythonicCallReader, starts_pythonic
+from hermes_tools.tags import END_TOKENS, NeedMore, Tag, TagMatcher, check_tag_name, cut_off
+from hermes_tools.text_channel import TextChannel
 from hermes_tools.tools import Toolbox
 from hermes_tools.trust import QuotedCalls
 from hermes_tools.xml_calls import XmlCallReader
 
-(
-    CONTENT,
-    REASONING,
-    INLINE,
-    FENCE,
-    BODY_START,
-    BLOCK,
-    FENCE_HEAD,
-    BARE_JSON,
-    JSON_TEXT,
-    TAIL,
-    TICKS,
-    TOOLS,
-    THINK_LATE,
-) = range(13)
 
-_CONTENT_STOPS = re.compile(r"[<`{]")
+class State(enum.Enum):
+    CONTENT = enum.auto()
+    REASONING = enum.auto()
+    THINK_LATE = enum.auto()
+    TICKS = enum.auto()
+    INLINE = enum.auto()
+    FENCE = enum.auto()
+    FENCE_HEAD = enum.auto()
+    BODY_START = enum.auto()
+    BLOCK = enum.auto()
+    TAGLESS = enum.auto()
+    JSON_TEXT = enum.auto()
+    TAIL = enum.auto()
+    TOOLS = enum.auto()
+    AFTER_END = enum.auto()
+
+
+# Blocks every parser reads, besides the one the prompt taught (`call_tag`).
+FUNCTION_CALL = Block("<function_call>", "</function_call>")  # some Hermes fine-tunes
+PYTHON_TAG = Block("<|python_tag|>", None)  # Llama 3.x: ends at <|eom_id|>, <|eot_id|>
+PYTHON_START = Block("<|python_start|>", "<|python_end|>")  # Llama 4
+TOOL_CALL_START = Block("<|tool_call_start|>", "<|tool_call_end|>")  # LFM2
+_FIXED_BLOCKS = (FUNCTION_CALL, PYTHON_TAG, PYTHON_START, TOOL_CALL_START)
+
+_CONTENT_STOPS = re.compile(r"[<`{\[]")
+_CODE_STOPS = {"inline": re.compile(r"[`\n<]"), "fence": re.compile(r"[\n<]")}
 _TICKS = re.compile(r"`*")
-_SEPARATORS = re.compile(r"[\s,]*")
 _WHITESPACE = re.compile(r"\s*")
 _LINE_INDENT = re.compile(r"[ \t]*")
-_CALL_FENCE = re.compile(rf"(?:{CALL_FENCE_LANGUAGES})?", re.I)
+# The fences a call without tags may stand in, by what the call is written in.
+_JSON_FENCES = frozenset({"", "json", "json5", "jsonc", "javascript", "js", "tool_call"})
+_PYTHONIC_FENCES = frozenset({"tool_code", "tool_call"})
 _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for its end
+_INFO_STOPS = re.compile(r"[\n<]")
+_SEPARATORS = re.compile(r"[\s,]*")
+_REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
 
 
 class ParserClosedError(HermesToolsError, RuntimeError):
@@ -107,64 +132,27 @@ def new_call_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
-class _Channel:
-    """Content or reasoning: holds trailing whitespace, drops leading whitespace."""
-
-    __slots__ = ("_pending", "parts", "started")
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self._pending: list[str] = []  # trailing whitespace, in pieces (runs can be long)
-        self.started = False
-
-    def write(self, text: str) -> str:
-        """The part of `text` that is settled now ("" while it is only whitespace)."""
-        stripped = text.rstrip()
-        if not stripped:
-            self._pending.append(text)
-            return ""
-        if self.started:
-            body = "".join(self._pending) + stripped
-        else:
-            body = stripped.lstrip()
-            self.started = True
-        self._pending = [text[len(stripped) :]]
-        self.parts.append(body)
-        return body
-
-    def drop_pending(self, replacement: str = "") -> None:
-        """The held whitespace was layout (a tag follows); `replacement` takes its place."""
-        self._pending = [replacement] if replacement else []
-
-    def take_pending(self) -> str:
-        pending, self._pending = "".join(self._pending), []
-        return pending
-
-
 @dataclass(slots=True)
 class _Tentative:
-    channel: _Channel
+    channel: TextChannel
     pending: str  # the channel's whitespace before it
     first_index: int
-    resume: int  # the state to go back to if it is rejected
+    resume: State  # where to go back to if it is rejected
     raw: list[str] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     awaiting_fence_close: bool = False
-    new_line: bool = False  # TAIL has consumed a line break since the last object
     quoted: bool = False  # a tagless call in it repeats text of the conversation
     info: list[str] = field(default_factory=list)  # FENCE_HEAD: the fence's info line so far
 
 
-@dataclass(frozen=True, slots=True)
-class _BlockTags:
-    open: str
-    close: str
-    json: TagMatcher
+Reader = JsonCallReader | XmlCallReader | PythonicCallReader
 
 
 class StreamParser:
     """Reads model output incrementally. `feed(text)` returns the events that text settled;
     `close()` settles the rest; `result()` gives the `ParseResult`."""
+
+    HANDLERS: dict[State, Callable[[StreamParser, str, int], int]]
 
     def __init__(
         self,
@@ -178,28 +166,30 @@ class StreamParser:
         untrusted: Iterable[str] | QuotedCalls = (),
     ) -> None:
         check_tag_name("call_tag", call_tag)
-        self._quoted = untrusted if isinstance(untrusted, QuotedCalls) else QuotedCalls(untrusted)
-        self._object_text: list[str] = []  # the tagless call being read, for `_quoted`
         self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._call_id = call_id
+        self._quoted = untrusted if isinstance(untrusted, QuotedCalls) else QuotedCalls(untrusted)
+        self._think_open = think_open
         self._tagless = parse_calls and raw_json and bool(self._toolbox)
-        self._call_tag = _block_tags(call_tag)
-        self._blocks = {self._call_tag.open: self._call_tag}
         self._echo = parse_calls and bool(self._toolbox)  # `<tools>` may hold calls
-        self._content_tags = TagMatcher(
-            _content_tag_kinds(self._blocks, parse_calls)
-            | ({"<tools>": "tools_open"} if self._echo else {})
-        )
-        self._echo_calls = 0  # TOOLS: objects read as calls so far
-        self._reasoning_tags = TagMatcher(
-            {"</think>": "think_close"}
-            | dict.fromkeys(END_TOKENS, "drop")
-            | ({self._call_tag.open: "call_open"} if parse_calls else {})
-        )
-        self._end_tokens = TagMatcher(dict.fromkeys(END_TOKENS, "drop"))
-        self._content = _Channel()
-        self._reasoning = _Channel()
-        self._state = REASONING if think_open else CONTENT
+        self._call_block = Block(f"<{call_tag}>", f"</{call_tag}>")
+        blocks = (self._call_block, *_FIXED_BLOCKS) if parse_calls else ()
+        self._blocks = {block.open: block for block in blocks}
+        closers = {block.close for block in blocks if block.close is not None}
+        self._closers = TagMatcher(dict.fromkeys(closers, True))
+        ends = dict.fromkeys(END_TOKENS, Tag.END)
+        opens = dict.fromkeys(self._blocks, Tag.BLOCK_OPEN)
+        content: dict[str, Tag] = {"<think>": Tag.THINK_OPEN} | ends | opens
+        if parse_calls:
+            content |= {"<function=": Tag.FUNCTION, "<function name=": Tag.FUNCTION}
+        if self._echo:
+            content["<tools>"] = Tag.TOOLS_OPEN
+        self._content_tags = TagMatcher(content)
+        self._reasoning_tags = TagMatcher({"</think>": Tag.THINK_CLOSE} | ends | opens)
+        self._end_tokens = TagMatcher(ends)
+        self._content = TextChannel()
+        self._reasoning = TextChannel()
+        self._state = State.REASONING if think_open else State.CONTENT
         self._held = ""
         self._closed = False
         self._out: list[Event] = []
@@ -207,10 +197,13 @@ class StreamParser:
         self._next_index = 0
         self._tool_calls: list[ToolCall] = []
         self._invalid_calls: list[InvalidToolCall] = []
+        self._after_end: list[str] | None = None
+        self._think_closed = False
         self._tentative: _Tentative | None = None
-        self._reader: JsonCallReader | XmlCallReader | None = None
-        self._block: _BlockTags = self._call_tag
+        self._reader: Reader | None = None
+        self._block = self._call_block
         self._lexer: JsonLexer | None = None  # JSON_TEXT
+        self._object_text: list[str] = []  # the tagless call being read, for `_quoted`
         self._line_start = True
         self._segment_has_text = False  # visible text since the start or the last call
         self._tick_len = 0  # INLINE: length of the opening backtick run
@@ -220,21 +213,7 @@ class StreamParser:
         self._fence_line_start = False
         self._fence_counting = False
         self._fence_head = 0  # FENCE_HEAD: characters of the info line read (-1: line ended)
-        self._handlers: tuple[Callable[[str, int], int], ...] = (
-            self._in_content,
-            self._in_reasoning,
-            self._in_inline,
-            self._in_fence,
-            self._in_body_start,
-            self._in_block,
-            self._in_fence_head,
-            self._in_bare_json,
-            self._in_json_text,
-            self._in_tail,
-            self._in_ticks,
-            self._in_tools,
-            self._in_think_late,
-        )
+        self._echo_calls = 0  # TOOLS: objects read as calls so far
 
     # -- public API -----------------------------------------------------------------------
 
@@ -250,10 +229,11 @@ class StreamParser:
         buf = self._held + text if self._held else text
         self._held = ""
         pos = 0
+        handlers = self.HANDLERS
         while pos < len(buf):
             state = self._state
             tentative = self._tentative
-            new_pos = self._handlers[state](buf, pos)
+            new_pos = handlers[state](self, buf, pos)
             if tentative is not None and self._tentative is tentative and new_pos > pos:
                 tentative.raw.append(buf[pos:new_pos])
             if new_pos == pos and state == self._state:
@@ -277,6 +257,7 @@ class StreamParser:
             reasoning=reasoning or None,
             tool_calls=list(self._tool_calls),
             invalid_tool_calls=list(self._invalid_calls),
+            after_end=None if self._after_end is None else "".join(self._after_end),
         )
 
     # -- CallEmitter (for the call readers) -------------------------------------------------
@@ -344,7 +325,7 @@ class StreamParser:
         return events
 
     def _text(self, text: str) -> None:
-        """Visible content; keeps track of line starts for fences and bare JSON."""
+        """Visible content; keeps track of line starts for fences."""
         if not text:
             return
         settled = self._content.write(text)
@@ -362,9 +343,9 @@ class StreamParser:
             self._release(ReasoningDelta(settled))
 
     def _boundary(self) -> None:
-        """A structural tag: the whitespace before it was layout."""
-        self._content.drop_pending()
-        self._reasoning.drop_pending()
+        """Markup was removed here: the whitespace next to it was layout."""
+        self._content.boundary()
+        self._reasoning.boundary()
         self._line_start = True
 
     # -- CONTENT ----------------------------------------------------------------------------
@@ -377,16 +358,13 @@ class StreamParser:
         at = match.start()
         self._text(buf[pos:at])
         ch = buf[at]
-        if ch == "{":
-            if self._line_start and self._tagless:
-                self._begin_tentative(self._content, resume=CONTENT)
-                self._state = BARE_JSON
-                self._reader = self._bare_json_reader()
-                return at
-            self._text("{")
-            return at + 1
         if ch == "`":
-            return self._backticks(buf, at)
+            self._tick_run = 0
+            self._ticks_at_line_start = self._line_start
+            self._state = State.TICKS
+            return at
+        if ch == "{" or ch == "[":
+            return self._maybe_tagless(buf, at)
         found = self._content_tags.match(buf, at)
         if isinstance(found, NeedMore):
             return at
@@ -394,45 +372,65 @@ class StreamParser:
             self._text("<")
             return at + 1
         kind, end = found
-        if kind == "call_open":
+        if kind is Tag.BLOCK_OPEN:
             self._boundary()
             self._block = self._blocks[buf[at:end]]
-            self._state = BODY_START
+            self._state = State.BODY_START
             return end
-        if kind == "function":
+        if kind is Tag.FUNCTION:
             self._boundary()
-            self._reader = self._xml_reader(wrapped=False)
-            self._state = BLOCK
+            self._reader = XmlCallReader(self, self._toolbox, self._call_block, wrapped=False)
+            self._state = State.BLOCK
             return at
-        if kind == "tools_open":
-            self._begin_tentative(self._content, resume=CONTENT)
+        if kind is Tag.THINK_OPEN and not self._segment_has_text:
+            self._boundary()
+            self._reasoning.separate(_REASONING_SEPARATOR)
+            self._state = State.REASONING
+            return end
+        if kind is Tag.THINK_OPEN or kind is Tag.TOOLS_OPEN:
+            self._begin_tentative(self._content, resume=State.CONTENT)
             assert self._tentative is not None
             self._tentative.raw.append(buf[at:end])
             self._echo_calls = 0
-            self._state = TOOLS
+            self._state = State.THINK_LATE if kind is Tag.THINK_OPEN else State.TOOLS
             return end
-        if kind == "think_open" and not self._segment_has_text:
-            self._boundary()
-            self._open_reasoning()
-            self._state = REASONING
-            return end
-        if kind == "think_open":
-            self._begin_tentative(self._content, resume=CONTENT)
-            assert self._tentative is not None
-            self._tentative.raw.append(buf[at:end])
-            self._state = THINK_LATE
-            return end
-        if kind in ("drop", "think_close"):
-            self._boundary()
-            return end
-        self._text(buf[at:end])
+        return self._end_of_turn(end)  # Tag.END
+
+    def _maybe_tagless(self, buf: str, at: int) -> int:
+        """`{` or `[` in the text: perhaps a call written without tags."""
+        if not self._tagless:
+            self._text(buf[at])
+            return at + 1
+        if buf[at] == "{":
+            reader: Reader = self._strict_json_reader()
+        else:
+            listed = starts_pythonic(buf, at)
+            if isinstance(listed, NeedMore):
+                return at
+            if not listed:
+                self._text("[")
+                return at + 1
+            reader = self._strict_pythonic_reader()
+        self._begin_tentative(self._content, resume=State.CONTENT)
+        self._reader = reader
+        self._state = State.TAGLESS
+        return at
+
+    def _end_of_turn(self, end: int) -> int:
+        """An end-of-turn token: the reply ends here."""
+        self._boundary()
+        if self._tentative is not None:
+            self._settle_tentative()
+        self._after_end = []
+        self._state = State.AFTER_END
         return end
 
-    def _backticks(self, buf: str, at: int) -> int:
-        self._tick_run = 0
-        self._ticks_at_line_start = self._line_start
-        self._state = TICKS
-        return at
+    def _in_after_end(self, buf: str, pos: int) -> int:
+        assert self._after_end is not None
+        self._after_end.append(buf[pos:])
+        return len(buf)
+
+    # -- code -------------------------------------------------------------------------------
 
     def _in_ticks(self, buf: str, pos: int) -> int:
         end = _run_end(buf, pos)
@@ -443,27 +441,37 @@ class StreamParser:
         self._tick_run = 0
         if run >= 3 and self._ticks_at_line_start:
             if self._tagless:
-                self._begin_tentative(self._content, resume=FENCE)
+                self._begin_tentative(self._content, resume=State.FENCE)
                 assert self._tentative is not None
                 self._tentative.raw.append(ticks)
                 self._fence_len = run
                 self._fence_head = 0
-                self._state = FENCE_HEAD
+                self._state = State.FENCE_HEAD
                 return end
             self._text(ticks)
             self._open_fence(run)
             return end
         self._text(ticks)
         self._tick_len = run
-        self._state = INLINE
+        self._state = State.INLINE
         return end
 
     def _open_fence(self, run: int) -> None:
         self._fence_len = run
         self._fence_line_start = False
-        self._state = FENCE
+        self._fence_counting = False
+        self._state = State.FENCE
 
-    # -- INLINE / FENCE -----------------------------------------------------------------------
+    def _code_tag(self, buf: str, at: int) -> int | None:
+        """At a `<` in code: an end token still ends the reply; any other tag is text. The
+        position to go on from, or None to hold the tail."""
+        found = self._end_tokens.match(buf, at)
+        if isinstance(found, NeedMore):
+            return None
+        if found is not None:
+            return self._end_of_turn(found[1])
+        self._text("<")
+        return at + 1
 
     def _in_inline(self, buf: str, pos: int) -> int:
         if self._tick_run:  # a run of backticks went on to the end of the last feed
@@ -475,31 +483,36 @@ class StreamParser:
             closed = self._tick_run == self._tick_len
             self._tick_run = 0
             if closed:
-                self._state = CONTENT
+                self._state = State.CONTENT
                 return end
             pos = end
-        at = pos
         while True:
-            tick = buf.find("`", at)
-            # Only a line break before that backtick matters; never search past it.
-            newline = buf.find("\n", at, tick if tick >= 0 else len(buf))
-            if newline >= 0:
-                self._text(buf[pos : newline + 1])
-                self._state = CONTENT
-                return newline + 1
-            if tick < 0:
+            stop = _CODE_STOPS["inline"].search(buf, pos)
+            if stop is None:
                 self._text(buf[pos:])
                 return len(buf)
-            end = _run_end(buf, tick)
+            at = stop.start()
+            self._text(buf[pos:at])
+            ch = buf[at]
+            if ch == "\n":
+                self._text("\n")
+                self._state = State.CONTENT
+                return at + 1
+            if ch == "<":
+                after = self._code_tag(buf, at)
+                if after is None or self._state is not State.INLINE:
+                    return at if after is None else after
+                pos = after
+                continue
+            end = _run_end(buf, at)
+            self._text(buf[at:end])
             if end == len(buf):
-                self._text(buf[pos:end])
-                self._tick_run = end - tick
+                self._tick_run = end - at
                 return end
-            if end - tick == self._tick_len:
-                self._text(buf[pos:end])
-                self._state = CONTENT
+            if end - at == self._tick_len:
+                self._state = State.CONTENT
                 return end
-            at = end
+            pos = end
 
     def _in_fence(self, buf: str, pos: int) -> int:
         if self._fence_line_start:
@@ -521,40 +534,24 @@ class StreamParser:
                 return end  # cannot tell yet whether this line closes the fence
             self._fence_counting = False
             if self._tick_run >= self._fence_len:
-                self._state = CONTENT
+                self._state = State.CONTENT
                 return end
             pos = end
-        newline = buf.find("\n", pos)
-        if newline < 0:
-            self._text(buf[pos:])
-            return len(buf)
-        self._text(buf[pos : newline + 1])
-        self._fence_line_start = True
-        return newline + 1
-
-    def _open_reasoning(self) -> None:
-        if self._reasoning.started:
-            self._reasoning.drop_pending("\n\n")  # keep separate think blocks apart
-
-    def _in_think_late(self, buf: str, pos: int) -> int:
-        tentative = self._tentative
-        assert tentative is not None
-        at = buf.find("<", pos)
-        while at >= 0:
-            if buf.startswith("</think>", at):
-                inner = "".join(tentative.raw[1:]) + buf[pos:at]
-                self._tentative = None
-                self._next_index = tentative.first_index
-                self._boundary()
-                self._open_reasoning()
-                self._think(inner)
-                self._boundary()
-                self._state = CONTENT
-                return at + len("</think>")
-            if cut_off(buf, at, "</think>"):
-                return at
-            at = buf.find("<", at + 1)
-        return len(buf)
+        while True:
+            stop = _CODE_STOPS["fence"].search(buf, pos)
+            if stop is None:
+                self._text(buf[pos:])
+                return len(buf)
+            at = stop.start()
+            self._text(buf[pos:at])
+            if buf[at] == "\n":
+                self._text("\n")
+                self._fence_line_start = True
+                return at + 1
+            after = self._code_tag(buf, at)
+            if after is None or self._state is not State.FENCE:
+                return at if after is None else after
+            pos = after
 
     # -- REASONING --------------------------------------------------------------------------
 
@@ -571,33 +568,69 @@ class StreamParser:
             self._think("<")
             return at + 1
         kind, end = found
-        if kind == "think_close":
+        if kind is Tag.THINK_CLOSE:
             self._boundary()
+            self._think_closed = True
             self._segment_has_text = False
-            self._state = CONTENT
-        elif kind == "call_open":
-            self._begin_tentative(self._reasoning, resume=REASONING)
+            self._state = State.CONTENT
+        elif kind is Tag.BLOCK_OPEN:
+            self._begin_tentative(self._reasoning, resume=State.REASONING)
             assert self._tentative is not None
             self._tentative.raw.append(buf[at:end])
-            self._block = self._call_tag
-            self._state = BODY_START
+            self._block = self._blocks[buf[at:end]]
+            self._state = State.BODY_START
         else:
-            self._boundary()
+            return self._end_of_turn(end)
         return end
 
-    # -- call blocks --------------------------------------------------------------------------
+    def _in_think_late(self, buf: str, pos: int) -> int:
+        tentative = self._tentative
+        assert tentative is not None
+        at = buf.find("<", pos)
+        while at >= 0:
+            token = self._end_tokens.match(buf, at)
+            if isinstance(token, NeedMore):
+                return at
+            if token is not None:  # the reply ends before the think closes: all of it is text
+                tentative.raw.append(buf[pos:at])
+                self._reject()
+                return self._end_of_turn(token[1])
+            if buf.startswith("</think>", at):
+                inner = "".join(tentative.raw[1:]) + buf[pos:at]
+                self._tentative = None
+                self._next_index = tentative.first_index
+                self._boundary()
+                self._content.boundary_after(tentative.pending)
+                self._reasoning.separate(_REASONING_SEPARATOR)
+                self._think(inner)
+                self._boundary()
+                self._state = State.CONTENT
+                return at + len("</think>")
+            if cut_off(buf, at, "</think>"):
+                return at
+            at = buf.find("<", at + 1)
+        return len(buf)
+
+    # -- call blocks ------------------------------------------------------------------------
 
     def _in_body_start(self, buf: str, pos: int) -> int:
         start = _skip_whitespace(buf, pos)
         if start == len(buf):
             return start
+        block = self._block
         if buf.startswith("<function", start):
-            self._reader = self._xml_reader(wrapped=True)
+            self._reader = XmlCallReader(self, self._toolbox, block, wrapped=True)
         elif cut_off(buf, start, "<function"):
             return start
         else:
-            self._reader = JsonCallReader(self, self._toolbox, self._block.json)
-        self._state = BLOCK
+            pythonic = starts_pythonic(buf, start)
+            if isinstance(pythonic, NeedMore):
+                return start
+            if pythonic:
+                self._reader = PythonicCallReader(self, self._toolbox, block)
+            else:
+                self._reader = JsonCallReader(self, self._toolbox, block)
+        self._state = State.BLOCK
         return start
 
     def _invalid_call(self, raw: str, error: str) -> None:
@@ -609,56 +642,150 @@ class StreamParser:
         assert reader is not None
         new_pos = reader.feed(buf, pos)
         if reader.finished:
-            return self._end_block(new_pos)
+            new_pos = self._end_block(new_pos, reader.end_token)
+            if reader.trailing and self._state is State.CONTENT:
+                self._text(reader.trailing)
         return new_pos
 
-    def _end_block(self, pos: int) -> int:
+    def _end_block(self, pos: int, end_token: bool = False) -> int:
         self._reader = None
         self._boundary()
         self._segment_has_text = False
-        self._state = TAIL if self._tentative is not None else CONTENT
+        if end_token:
+            return self._end_of_turn(pos)
+        self._state = State.TAIL if self._tentative is not None else State.CONTENT
         return pos
 
-    def _xml_reader(self, *, wrapped: bool) -> XmlCallReader:
-        return XmlCallReader(
-            self,
-            self._toolbox,
-            call_open=self._block.open,
-            call_close=self._block.close,
-            wrapped=wrapped,
-        )
+    # -- calls without tags -------------------------------------------------------------------
 
-    def _bare_json_reader(self, *, require_arguments: bool = False) -> JsonCallReader:
+    def _strict_json_reader(self, *, require_arguments: bool = False) -> JsonCallReader:
         self._object_text = []
         return JsonCallReader(
             self,
             self._toolbox,
-            self._call_tag.json,
+            self._call_block,
             strict=True,
             require_arguments=require_arguments,
         )
 
-    def _read_object(self, reader: JsonCallReader, buf: str, pos: int) -> int:
+    def _strict_pythonic_reader(self) -> PythonicCallReader:
+        self._object_text = []
+        return PythonicCallReader(self, self._toolbox, self._call_block, strict=True)
+
+    def _read_tagless(self, reader: Reader, buf: str, pos: int) -> int:
         """Feed a tagless call's reader; a call the conversation already holds is a quote."""
         new_pos = reader.feed(buf, pos)
         if self._quoted:
             self._object_text.append(buf[pos:new_pos])
             tentative = self._tentative
             if reader.finished and not reader.rejected and tentative is not None:
-                end = tentative.events[-1] if tentative.events else None
-                if (
-                    isinstance(end, ToolCallEnd)
-                    and isinstance(end.call, ToolCall)
-                    and self._quoted.quotes(
-                        "".join(self._object_text), end.call.name, end.call.arguments
-                    )
-                ):
-                    tentative.quoted = True
+                raw = "".join(self._object_text)
+                for event in tentative.events:
+                    if (
+                        isinstance(event, ToolCallEnd)
+                        and isinstance(event.call, ToolCall)
+                        and self._quoted.quotes(raw, event.call.name, event.call.arguments)
+                    ):
+                        tentative.quoted = True
         return new_pos
+
+    def _in_tagless(self, buf: str, pos: int) -> int:
+        reader = self._reader
+        assert reader is not None
+        new_pos = self._read_tagless(reader, buf, pos)
+        if reader.rejected:
+            tentative = self._tentative
+            assert tentative is not None
+            tentative.raw.append(buf[pos:new_pos])
+            self._reject_tagless(reader)
+            return new_pos
+        if reader.finished:
+            self._reader = None
+            self._state = State.TAIL
+        return new_pos
+
+    def _reject_tagless(self, reader: Reader) -> None:
+        tentative = self._tentative
+        assert tentative is not None
+        fenced = tentative.awaiting_fence_close
+        self._reader = None
+        self._reject()
+        if fenced:
+            self._open_fence(self._fence_len)
+            self._fence_line_start = self._line_start
+            return
+        lexer = reader.lexer if isinstance(reader, JsonCallReader) else None
+        if lexer is not None and not lexer.done and lexer.error is None:
+            lexer.detach()
+            self._lexer = lexer
+            self._state = State.JSON_TEXT
+
+    def _in_json_text(self, buf: str, pos: int) -> int:
+        lexer = self._lexer
+        assert lexer is not None
+        new_pos = lexer.feed(buf, pos)
+        self._text(buf[pos:new_pos])
+        if lexer.done or lexer.error is not None or new_pos < len(buf):
+            self._lexer = None
+            self._state = State.CONTENT
+        return new_pos
+
+    def _in_fence_head(self, buf: str, pos: int) -> int:
+        """```json  then a call after the line break: maybe a call without tags in a fence."""
+        tentative = self._tentative
+        assert tentative is not None
+        if self._fence_head >= 0:
+            room = _MAX_FENCE_LINE + 1 - self._fence_head  # how much more the line may take
+            stop = _INFO_STOPS.search(buf, pos, pos + room)
+            if stop is None or buf[stop.start()] == "<":
+                # A tag, or a line longer than any language word: code, no call here. The
+                # line is taken up to exactly there, whatever the chunking.
+                end = stop.start() if stop is not None else min(len(buf), pos + room)
+                self._fence_head += end - pos
+                if stop is None and end == len(buf) and self._fence_head <= _MAX_FENCE_LINE:
+                    tentative.info.append(buf[pos:])
+                    return len(buf)  # the info line may still end
+                tentative.raw.append(buf[pos:end])
+                self._reject()
+                self._open_fence(self._fence_len)
+                return end
+            newline = stop.start()
+            info = ("".join(tentative.info) + buf[pos:newline]).strip().lower()
+            tentative.info = [info]
+            if info not in _JSON_FENCES and info not in _PYTHONIC_FENCES:
+                tentative.raw.append(buf[pos : newline + 1])
+                self._reject()  # code in some other language: no call here
+                self._open_fence(self._fence_len)
+                self._fence_line_start = True
+                return newline + 1
+            self._fence_head = -1
+            return newline + 1
+        start = _skip_whitespace(buf, pos)
+        if start == len(buf):
+            return start
+        info = tentative.info[0]
+        if buf[start] == "{" and info in _JSON_FENCES:
+            reader: Reader = self._strict_json_reader()
+        else:
+            pythonic = info in _PYTHONIC_FENCES and starts_pythonic(buf, start)
+            if isinstance(pythonic, NeedMore):
+                return start
+            if not pythonic:
+                tentative.raw.append(buf[pos:start])
+                self._reject()
+                self._open_fence(self._fence_len)
+                self._fence_line_start = self._line_start
+                return start
+            reader = self._strict_pythonic_reader()
+            reader.listed_or_single()
+        self._reader = reader
+        self._state = State.TAGLESS
+        tentative.awaiting_fence_close = True
+        return start
 
     # -- tentative text -----------------------------------------------------------------------
 
-    def _begin_tentative(self, channel: _Channel, *, resume: int) -> None:
+    def _begin_tentative(self, channel: TextChannel, *, resume: State) -> None:
         if self._tentative is None:
             self._tentative = _Tentative(
                 channel=channel,
@@ -690,97 +817,84 @@ class StreamParser:
                 ids[event.index] = self._call_id()
                 event = ToolCallStart(event.index, ids[event.index], event.name)
             elif isinstance(event, ToolCallEnd):
-                event = ToolCallEnd(
-                    event.index, dataclasses.replace(event.call, id=ids[event.index])
-                )
+                call = dataclasses.replace(event.call, id=ids[event.index])
+                event = ToolCallEnd(event.index, call)
             self._release(event)
         self._boundary()
+        tentative.channel.boundary_after(tentative.pending)
 
-    def _ends_a_line(self) -> bool:
-        """Whether the text just given back as content leaves us at the start of a line."""
-        return self._line_start
-
-    def _in_fence_head(self, buf: str, pos: int) -> int:
-        """```json  then a `{` after the line break: maybe a bare call in a fence."""
-        if self._fence_head >= 0:
-            newline = buf.find("\n", pos, pos + _MAX_FENCE_LINE + 1 - self._fence_head)
-            if newline < 0:
-                self._fence_head += len(buf) - pos
-                tentative = self._tentative
-                assert tentative is not None
-                if self._fence_head <= _MAX_FENCE_LINE:
-                    tentative.info.append(buf[pos:])
-                    return len(buf)  # the info line may still end
-                # A line longer than that is code, not a language word: no call here.
-                self._reject()
-                self._open_fence(self._fence_len)
-                return pos
-            tentative = self._tentative
-            assert tentative is not None
-            info = "".join(tentative.info) + buf[pos:newline]
-            if not _CALL_FENCE.fullmatch(info.strip()):
-                tentative.raw.append(buf[pos : newline + 1])
-                self._reject()  # code in some other language: no call here
-                self._open_fence(self._fence_len)
-                self._fence_line_start = True
-                return newline + 1
-            self._fence_head = -1
-            return newline + 1
-        start = _skip_whitespace(buf, pos)
-        if start == len(buf):
-            return start
-        if buf[start] != "{":
-            tentative = self._tentative
-            assert tentative is not None
-            tentative.raw.append(buf[pos:start])
-            self._reject()
-            self._open_fence(self._fence_len)
-            self._fence_line_start = self._ends_a_line()
-            return start
-        self._reader = self._bare_json_reader()
-        self._state = BARE_JSON
-        assert self._tentative is not None
-        self._tentative.awaiting_fence_close = True
-        return start
-
-    def _in_bare_json(self, buf: str, pos: int) -> int:
-        reader = self._reader
-        assert isinstance(reader, JsonCallReader)
-        new_pos = self._read_object(reader, buf, pos)
-        if reader.rejected:
-            tentative = self._tentative
-            assert tentative is not None
-            tentative.raw.append(buf[pos:new_pos])
-            self._reject_bare_json(reader)
-            return new_pos
-        if reader.finished:
-            self._reader = None
-            self._state = TAIL
-        return new_pos
-
-    def _reject_bare_json(self, reader: JsonCallReader) -> None:
+    def _settle_tentative(self) -> None:
+        """The reply ends: a tentative call is confirmed, unless it is a quote."""
         tentative = self._tentative
         assert tentative is not None
-        fenced = tentative.awaiting_fence_close
-        self._reader = None
+        if tentative.quoted:
+            state = self._state
+            self._reject()
+            if state is State.AFTER_END:
+                self._state = state
+        else:
+            self._confirm()
+
+    def _in_tail(self, buf: str, pos: int) -> int:
+        tentative = self._tentative
+        assert tentative is not None
+        start = _skip_whitespace(buf, pos)
+        if start > pos:
+            return start
+        if tentative.awaiting_fence_close:
+            if buf.startswith("```", pos):
+                tentative.awaiting_fence_close = False
+                tentative.resume = State.CONTENT
+                return pos + 3
+            if cut_off(buf, pos, "```"):
+                return pos
+        elif tentative.channel is self._content:
+            ch = buf[pos]
+            if ch == ";":
+                return pos + 1  # Llama 3.x separates its JSON calls so
+            if ch == "{" or ch == "[":  # another call without tags
+                if ch == "[":
+                    listed = starts_pythonic(buf, pos)
+                    if isinstance(listed, NeedMore):
+                        return pos
+                    if not listed:
+                        self._reject()
+                        return pos
+                    self._reader = self._strict_pythonic_reader()
+                else:
+                    self._reader = self._strict_json_reader()
+                self._state = State.TAGLESS
+                return pos
+            closer = self._closers.match(buf, pos) if ch == "<" else None
+            if isinstance(closer, NeedMore):
+                return pos
+            if closer is not None:
+                return closer[1]  # a closing tag whose opening tag the model left out
+        else:
+            found = self._reasoning_tags.match(buf, pos) if buf[pos] == "<" else None
+            if isinstance(found, NeedMore):
+                return pos
+            if found is not None and found[0] is Tag.BLOCK_OPEN:
+                self._block = self._blocks[buf[pos : found[1]]]
+                self._state = State.BODY_START
+                return found[1]
+        if buf[pos] == "<":
+            token = self._end_tokens.match(buf, pos)
+            if isinstance(token, NeedMore):
+                return pos
+            if token is not None:
+                return self._end_of_turn(token[1])
         self._reject()
-        if fenced:
-            self._open_fence(self._fence_len)
-            self._fence_line_start = self._ends_a_line()
-            return
-        lexer = reader.lexer
-        if lexer is not None and not lexer.done and lexer.error is None:
-            lexer.detach()
-            self._lexer = lexer
-            self._state = JSON_TEXT
+        return pos
 
     def _in_tools(self, buf: str, pos: int) -> int:
         tentative = self._tentative
         assert tentative is not None
         reader = self._reader
+        if reader is None and buf[pos] == "{":
+            reader = self._reader = self._strict_json_reader(require_arguments=True)
         if reader is not None:
-            assert isinstance(reader, JsonCallReader)
-            new_pos = self._read_object(reader, buf, pos)
+            new_pos = self._read_tagless(reader, buf, pos)
             if reader.rejected:
                 tentative.raw.append(buf[pos:new_pos])
                 self._reader = None
@@ -799,129 +913,109 @@ class StreamParser:
             else:
                 self._confirm()
                 self._segment_has_text = False
-                self._state = CONTENT
+                self._state = State.CONTENT
             return start + len("</tools>")
         if cut_off(buf, start, "</tools>"):
             return start
         if buf[start] == "{":
-            self._reader = self._bare_json_reader(require_arguments=True)
-            return start
+            return start  # read by a new reader from there
         tentative.raw.append(buf[pos:start])
         self._reject()
         return start
-
-    def _in_json_text(self, buf: str, pos: int) -> int:
-        lexer = self._lexer
-        assert lexer is not None
-        new_pos = lexer.feed(buf, pos)
-        self._text(buf[pos:new_pos])
-        if lexer.done or lexer.error is not None or new_pos < len(buf):
-            self._lexer = None
-            self._state = CONTENT
-        return new_pos
-
-    def _in_tail(self, buf: str, pos: int) -> int:
-        tentative = self._tentative
-        assert tentative is not None
-        start = _skip_whitespace(buf, pos)
-        if start > pos:
-            tentative.new_line = tentative.new_line or "\n" in buf[pos:start]
-            return start
-        if tentative.awaiting_fence_close:
-            if buf.startswith("```", pos):
-                tentative.awaiting_fence_close = False
-                tentative.resume = CONTENT
-                return pos + 3
-            if cut_off(buf, pos, "```"):
-                return pos
-        elif tentative.channel is self._content and buf[pos] == "{" and tentative.new_line:
-            tentative.new_line = False
-            self._reader = self._bare_json_reader()
-            self._state = BARE_JSON
-            return pos
-        elif tentative.channel is self._reasoning:
-            opening = self._call_tag.open
-            if buf.startswith(opening, pos):
-                self._block = self._call_tag
-                self._state = BODY_START
-                return pos + len(opening)
-            if cut_off(buf, pos, opening):
-                return pos
-        if buf[pos] == "<":
-            found = self._end_tokens.match(buf, pos)
-            if isinstance(found, NeedMore):
-                return pos
-            if isinstance(found, tuple):
-                return found[1]
-        self._reject()
-        return pos
 
     # -- the end ------------------------------------------------------------------------------
 
     def _finish(self, held: str) -> None:
         state = self._state
-        if state == BLOCK:
+        if state is State.BLOCK:
             assert self._reader is not None
             self._reader.close(held)
             self._end_block(0)
-        elif state == BODY_START:
+        elif state is State.BODY_START:
             self._invalid_call(held.strip(), TRUNCATED)
             self._end_block(0)
-        elif state in (BARE_JSON, FENCE_HEAD, TOOLS, THINK_LATE):
-            # An object or fence still open at the end is not a call.
+        elif state is State.TAGLESS and self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close(held)
+            if reader.rejected:
+                self._reject()
+                self._text(held)
+        elif state in (State.TAGLESS, State.FENCE_HEAD, State.TOOLS, State.THINK_LATE):
+            # An object, fence or block still open at the end is not a call.
             self._reader = None
             self._reject()
             self._text(held)
-        elif state == TICKS:
+        elif state is State.TICKS:
             self._text("`" * self._tick_run)
             self._text(held)
-        elif state == REASONING:
+        elif state is State.REASONING:
             self._think(held)
-        elif state == TAIL:
-            if held and not self._is_protocol_tail(held):
-                self._reject()
-                if self._state == REASONING:
-                    self._think(held)
-                else:
-                    self._text(held)
+        elif state is State.TAIL:
+            self._tail_at_end(held)
+        elif state is State.AFTER_END:
+            self._in_after_end(held, 0)
         else:
             self._text(held)
         if self._tentative is not None:
-            if self._tentative.quoted:
-                self._reject()
+            self._settle_tentative()
+        self._boundary_at_end()
+
+    def _tail_at_end(self, held: str) -> None:
+        if self._tentative is None:
+            self._text(held)
+            return
+        if held and not self._is_protocol_tail(held):
+            self._reject()
+            if self._state is State.REASONING:
+                self._think(held)
             else:
-                self._confirm()
-        self._boundary()
+                self._text(held)
 
     def _is_protocol_tail(self, held: str) -> bool:
         """A tail held after a tentative call that the end cut off: an end token being
-        written, or the fence around a bare call being closed."""
+        written, the fence around a tagless call being closed, or a closing tag."""
         tentative = self._tentative
         assert tentative is not None
         if tentative.awaiting_fence_close and "```".startswith(held):
             return True
+        if self._closers.kind_prefixed_by(held) and tentative.channel is self._content:
+            return True
         return self._end_tokens.kind_prefixed_by(held) is not None
 
+    def _boundary_at_end(self) -> None:
+        for channel, delta in ((self._content, TextDelta), (self._reasoning, ReasoningDelta)):
+            settled = channel.finish()
+            if settled:
+                self._release(delta(settled))
+        if (
+            self._think_open
+            and not self._think_closed
+            and not self._tool_calls
+            and not self._invalid_calls
+        ):
+            # The model did not think: what it wrote is the answer too.
+            answer = "".join(self._reasoning.parts)
+            if answer and not self._content.started:
+                self._content.parts.append(answer)
+                self._release(TextDelta(answer))
 
-def _block_tags(tag: str) -> _BlockTags:
-    open_tag, close_tag = "<" + tag + ">", "</" + tag + ">"
-    return _BlockTags(
-        open=open_tag,
-        close=close_tag,
-        json=TagMatcher({close_tag: "end", open_tag: "skip"} | dict.fromkeys(END_TOKENS, "end")),
-    )
 
-
-def _content_tag_kinds(blocks: dict[str, _BlockTags], parse_calls: bool) -> dict[str, str]:
-    kinds = {"<think>": "think_open", "</think>": "think_close"}
-    kinds |= dict.fromkeys(END_TOKENS, "drop")
-    if parse_calls:
-        for block in blocks.values():
-            kinds[block.open] = "call_open"
-            kinds[block.close] = "drop"
-        kinds["<function="] = "function"
-        kinds["<function name="] = "function"
-    return kinds
+StreamParser.HANDLERS = {
+    State.CONTENT: StreamParser._in_content,
+    State.REASONING: StreamParser._in_reasoning,
+    State.THINK_LATE: StreamParser._in_think_late,
+    State.TICKS: StreamParser._in_ticks,
+    State.INLINE: StreamParser._in_inline,
+    State.FENCE: StreamParser._in_fence,
+    State.FENCE_HEAD: StreamParser._in_fence_head,
+    State.BODY_START: StreamParser._in_body_start,
+    State.BLOCK: StreamParser._in_block,
+    State.TAGLESS: StreamParser._in_tagless,
+    State.JSON_TEXT: StreamParser._in_json_text,
+    State.TAIL: StreamParser._in_tail,
+    State.TOOLS: StreamParser._in_tools,
+    State.AFTER_END: StreamParser._in_after_end,
+}
 
 
 def _run_end(text: str, pos: int) -> int:

@@ -1,14 +1,20 @@
-"""Recognising tags at a `<`, including tags cut in half by a chunk boundary."""
+"""Recognising tags at a `<`, including tags cut in half by a chunk boundary.
+
+Each reader says what the tags it looks for mean with its own closed `enum.Enum` of kinds; a
+`TagMatcher` maps tag texts to those kinds. `Tag` is the stream parser's: the tags that matter
+between calls.
+"""
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from hermes_tools.errors import FormatOptionError
 
-# End-of-turn tokens some servers leave in the text; they are never content.
+# End-of-turn tokens some servers leave in the text: the reply ends there.
 END_TOKENS: Final = (
     "<|im_end|>",
     "<|eot_id|>",
@@ -19,6 +25,26 @@ END_TOKENS: Final = (
     "<end_of_turn>",
     "<｜end▁of▁sentence｜>",  # noqa: RUF001 - DeepSeek's token really uses these characters
 )
+
+
+class Tag(enum.Enum):
+    """What a tag means to the stream parser."""
+
+    THINK_OPEN = enum.auto()
+    THINK_CLOSE = enum.auto()
+    BLOCK_OPEN = enum.auto()  # opens a call block (`<tool_call>`, `<|python_tag|>`...)
+    FUNCTION = enum.auto()  # `<function=...>` on its own: one XML call
+    TOOLS_OPEN = enum.auto()  # `<tools>`: an echoed prompt, or calls in the wrong tag
+    END = enum.auto()  # an end-of-turn token
+
+
+@enum.unique
+class BlockEnd(enum.Enum):
+    """Tags a call reader stops at."""
+
+    CLOSE = enum.auto()  # the block's closing tag
+    TOKEN = enum.auto()  # an end-of-turn token: the block, and the reply, end here
+    REOPEN = enum.auto()  # the block's opening tag again, between calls: ignored
 
 
 _TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
@@ -50,16 +76,18 @@ class NeedMore:
 
 NEED_MORE: Final = NeedMore()
 
+K = TypeVar("K")
 
-class TagMatcher:
+
+class TagMatcher(Generic[K]):
     """Maps tag texts to the kind of thing each one means to whoever reads them."""
 
     __slots__ = ("_tags",)
 
-    def __init__(self, tags: Mapping[str, str]) -> None:
+    def __init__(self, tags: Mapping[str, K]) -> None:
         self._tags = sorted(tags.items(), key=lambda item: -len(item[0]))
 
-    def match(self, text: str, pos: int) -> tuple[str, int] | NeedMore | None:
+    def match(self, text: str, pos: int) -> tuple[K, int] | NeedMore | None:
         """At `text[pos] == "<"`: the kind and end of the tag there, NEED_MORE when the text
         ends on what could still be a tag, or None when no tag starts here."""
         need_more = False
@@ -70,7 +98,7 @@ class TagMatcher:
                 need_more = True
         return NEED_MORE if need_more else None
 
-    def kind_prefixed_by(self, text: str) -> str | None:
+    def kind_prefixed_by(self, text: str) -> K | None:
         """The kind of the tag that `text` (a cut-off tail) was the start of, if any."""
         for tag, kind in self._tags:
             if text and tag.startswith(text):

@@ -111,10 +111,16 @@ class Toolbox:
         matches = self._by_folded_name.get(name.casefold(), [])
         if len(matches) == 1:
             return matches[0]
-        # Some models prefix the namespace they saw in training: `functions.get_weather`.
+        # Some models prefix the namespace they saw in training: `functions.get_weather`;
+        # Llama 3.1 calls its built-in tools as `brave_search.call(...)`.
         prefix, dot, rest = name.partition(".")
         if dot and prefix.casefold() in ("functions", "tools", "function", "tool"):
             resolved = self.canonical_name(rest)
+            if resolved in self._by_name:
+                return resolved
+        stem, dot, suffix = name.rpartition(".")
+        if dot and suffix == "call":
+            resolved = self.canonical_name(stem)
             if resolved in self._by_name:
                 return resolved
         return name

@@ -6,8 +6,8 @@
     </parameter>
     </function>
 
-inside a `<tool_call>` block (several functions may share one) or on its own. A `<function=...>`
-may also hold a JSON arguments object instead of parameters, and `<function name="...">` is read
+inside a call block (several functions may share one) or on its own. A `<function=...>` may
+also hold a JSON arguments object instead of parameters, and `<function name="...">` is read
 too.
 
 Values are text, so the hard part is telling the structure from a value that contains tags (a
@@ -16,81 +16,94 @@ file being written, say). Inside a value, at nesting level 0:
   parameter of this tool, `</function>`, the end of the block, an end token or the end of the
   output;
 - `</function>` and the block's closing tag close it (the model forgot `</parameter>`) only if
-  what follows is a line break, the end of the block, another call, an end token or the end of
+  what follows is a line break, the end of a block, another call, an end token or the end of
   the output: written inline, followed by more text, they are part of the value;
 - `<parameter=NAME>` for a parameter of this tool closes it too (the model forgot `</parameter>`);
 - `<tool_call>` or `<function=` open a nesting level (a call written as text), closed by the
-  matching closing tag; tags at a deeper level are all literal.
-The whitespace after a candidate closing tag is consumed while it is decided (`_PENDING`), so
-no run of it is ever read twice. One leading and one trailing newline are stripped from each
+  matching closing tag; tags at a deeper level are all literal;
+- an end token ends the output there: the value is cut off, the call invalid.
+The whitespace after a candidate closing tag is consumed while it is decided (PENDING), so no
+run of it is ever read twice. One leading and one trailing newline are stripped from each
 value. String values stream as they arrive; other types are converted by the tool's schema when
 the value closes.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 
-from hermes_tools.block_text import BlockText
+from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
 from hermes_tools.schema_values import convert, streams_as_string, value_types
-from hermes_tools.tags import END_TOKENS, NEED_MORE, NeedMore, TagMatcher
+from hermes_tools.tags import END_TOKENS, NEED_MORE, BlockEnd, NeedMore, TagMatcher
 from hermes_tools.tools import Toolbox
 
 _WHITESPACE = re.compile(r"\s*")
 _NAME_ATTRIBUTE = re.compile(r"""\s*name\s*=\s*["']?([^"'\s>]*)["']?\s*""")
 _MAX_HEAD = 256  # a tag head longer than this without its `>` is malformed
 
-_BETWEEN, _FUNCTION, _VALUE, _JSON_BODY, _SKIP, _PENDING = range(6)
-_CLOSERS = ("close_param", "close_function", "close_block")
-_BLOCK_CLOSERS = TagMatcher({"</tool_call>": "close", "</function_call>": "close"})
+
+class _State(enum.Enum):
+    BETWEEN = enum.auto()  # between functions
+    FUNCTION = enum.auto()  # inside a function, between parameters
+    VALUE = enum.auto()  # inside a parameter's value
+    JSON_BODY = enum.auto()  # a function holding a JSON arguments object
+    SKIP = enum.auto()  # a broken function: skipping to its end
+    PENDING = enum.auto()  # after a closing tag inside a value: is it one?
 
 
-class XmlCallReader:
+class _Tag(enum.Enum):
+    FUNCTION = enum.auto()  # `<function=`
+    FUNCTION_NAMED = enum.auto()  # `<function name="...">`
+    PARAMETER = enum.auto()  # `<parameter=`
+    PARAMETER_CLOSE = enum.auto()
+    FUNCTION_CLOSE = enum.auto()
+    BLOCK_CLOSE = enum.auto()
+    REOPEN = enum.auto()  # the block's opening tag
+    NEST = enum.auto()  # inside a value: the start of a call written as text
+    TOKEN = enum.auto()  # an end-of-turn token
+
+
+_CLOSERS = (_Tag.PARAMETER_CLOSE, _Tag.FUNCTION_CLOSE, _Tag.BLOCK_CLOSE)
+# The closing tags of every call block: `</function>` followed by one is structure.
+_ANY_BLOCK_CLOSE = TagMatcher({"</tool_call>": True, "</function_call>": True})
+
+
+class XmlCallReader(CallReader[_State]):
     """Reads `<function=...>` calls; `wrapped` when inside a call block (ended by its closing
     tag), otherwise it reads exactly one function."""
 
     def __init__(
-        self,
-        emitter: CallEmitter,
-        toolbox: Toolbox,
-        *,
-        call_open: str,
-        call_close: str,
-        wrapped: bool,
+        self, emitter: CallEmitter, toolbox: Toolbox, block: Block, *, wrapped: bool
     ) -> None:
-        self._emitter = emitter
-        self._toolbox = toolbox
+        super().__init__(emitter, toolbox, block, _State.BETWEEN)
         self._wrapped = wrapped
-        ends = dict.fromkeys(END_TOKENS, "end")
+        tokens = dict.fromkeys(END_TOKENS, _Tag.TOKEN)
+        closing = {block.close: _Tag.BLOCK_CLOSE} if block.close is not None else {}
         self._between_tags = TagMatcher(
-            {"<function=": "open_eq", "<function ": "open_attr", call_open: "skip"}
-            | {call_close: "close_block"}
-            | ends
+            {"<function=": _Tag.FUNCTION, "<function ": _Tag.FUNCTION_NAMED}
+            | {block.open: _Tag.REOPEN}
+            | closing
+            | tokens
         )
         self._function_tags = TagMatcher(
-            {"<parameter=": "open_param", "</function>": "close_function"}
-            | {call_close: "close_block"}
-            | ends
+            {"<parameter=": _Tag.PARAMETER, "</function>": _Tag.FUNCTION_CLOSE} | closing | tokens
         )
         self._value_tags = TagMatcher(
             {
-                "</parameter>": "close_param",
-                "<parameter=": "open_param",
-                "</function>": "close_function",
-                "<function=": "nest",
-                "<function ": "nest",
-                call_open: "nest",
-                call_close: "close_block",
+                "</parameter>": _Tag.PARAMETER_CLOSE,
+                "<parameter=": _Tag.PARAMETER,
+                "</function>": _Tag.FUNCTION_CLOSE,
+                "<function=": _Tag.NEST,
+                "<function ": _Tag.NEST,
+                block.open: _Tag.NEST,
             }
-            | ends
+            | closing
+            | tokens
         )
-        self.finished = False
-        self._state = _BETWEEN
-        self._raw = BlockText()
-        self._base = 0
         self._call: PendingCall | None = None
         self._call_start = 0
         self._writer = CanonicalWriter()
@@ -104,33 +117,12 @@ class XmlCallReader:
         self._held_newline = False
         self._nesting = 0
         # a candidate closing tag inside a value, and the whitespace read after it
-        self._pending_kind = ""
+        self._pending_kind = _Tag.PARAMETER_CLOSE
         self._pending_text: list[str] = []
         self._pending_end = 0  # absolute offset just after the tag
         self._pending_newline = False
 
-    # -- driving --------------------------------------------------------------------------
-
-    def feed(self, text: str, pos: int) -> int:
-        """Consume from `pos`; return where it stopped (short of the end only when finished,
-        or when what remains may be a tag cut by the chunk boundary)."""
-        self._base = self._raw.begin_feed(text, pos)
-        handlers = (
-            self._between,
-            self._function,
-            self._value,
-            self._json_body,
-            self._skip,
-            self._pending,
-        )
-        while pos < len(text) and not self.finished:
-            state = self._state
-            new_pos = handlers[state](text, pos)
-            if new_pos == pos and state == self._state:
-                break
-            pos = new_pos
-        self._raw.end_feed(pos)
-        return pos
+    # -- the end of the output ------------------------------------------------------------
 
     def close(self, rest: str = "") -> None:
         """The output ended after `rest`, a tail this reader could not decide on yet."""
@@ -143,35 +135,33 @@ class XmlCallReader:
             if rest.strip():
                 PendingCall(self._emitter, self._toolbox).fail(TRUNCATED, rest.strip())
             return
-        if self._state == _PENDING:
+        state = self._state
+        if state is _State.PENDING:
             # The end of the output confirms the closing tag, unless more was being written.
             if rest.strip() and not _is_cut_closing_tag(rest.strip(), self._function_tags):
                 call.fail_later(TRUNCATED)
             self._close_param()
             self._settle_call(self._pending_end)
             return
-        if self._state == _VALUE:
+        if state is _State.VALUE:
             if _is_cut_closing_tag(rest, self._value_tags):
                 self._close_param()
             else:
                 call.fail_later(TRUNCATED)
-        elif self._state == _JSON_BODY:
+        elif state is _State.JSON_BODY:
             assert self._json is not None
             self._json.finish_word()
             if not self._json.done:
                 call.fail_later(TRUNCATED)
-        elif self._state == _SKIP:
+        elif state is _State.SKIP:
             call.fail_later(self._skip_error)
         elif (
-            self._state == _FUNCTION
+            state is _State.FUNCTION
             and rest.strip()
             and not _is_cut_closing_tag(rest.strip(), self._function_tags)
         ):
             call.fail_later(TRUNCATED)
         self._settle_call(len(self._raw))
-
-    def _abs(self, pos: int) -> int:
-        return self._base + pos
 
     # -- between functions ----------------------------------------------------------------
 
@@ -184,18 +174,20 @@ class XmlCallReader:
             return pos
         if isinstance(found, tuple):
             kind, end = found
-            if kind in ("close_block", "end"):
-                self.finished = True
+            if kind is _Tag.BLOCK_CLOSE or kind is _Tag.TOKEN:
+                self._end_block(kind)
                 return end
-            if kind == "skip":
+            if kind is _Tag.REOPEN:
                 return end
-            return self._open_function(text, pos, end, attribute=kind == "open_attr")
+            return self._open_function(text, pos, end, named=kind is _Tag.FUNCTION_NAMED)
         self._call = PendingCall(self._emitter, self._toolbox)
         self._call_start = self._abs(pos)
-        self._call.fail_later("unexpected text in the tool call block")
         return self._start_skip("unexpected text in the tool call block", pos)
 
-    def _open_function(self, text: str, tag_start: int, pos: int, *, attribute: bool) -> int:
+    def _end_block(self, kind: _Tag) -> None:
+        self._finish(BlockEnd.TOKEN if kind is _Tag.TOKEN else BlockEnd.CLOSE)
+
+    def _open_function(self, text: str, tag_start: int, pos: int, *, named: bool) -> int:
         head = _read_head(text, pos)
         if isinstance(head, NeedMore):
             return tag_start
@@ -206,29 +198,25 @@ class XmlCallReader:
         self._seen = set()
         self._json = None
         if head is None:
-            call.fail_later("malformed <function=...> tag")
             return self._start_skip("malformed <function=...> tag", pos)
-        assert isinstance(head, tuple)
         name, end = head
-        if attribute:
+        if named:
             match = _NAME_ATTRIBUTE.fullmatch(name)
             name = match.group(1) if match else ""
         call.set_name(name)
-        self._state = _FUNCTION
+        self._state = _State.FUNCTION
         return end
 
     # -- inside a function, between parameters --------------------------------------------
 
     def _function(self, text: str, pos: int) -> int:
-        call = self._call
-        assert call is not None
         pos = _skip_whitespace(text, pos)
         if pos >= len(text):
             return pos
         ch = text[pos]
         if ch == "{" and not self._seen and self._json is None:
             self._json = JsonLexer(self._writer)
-            self._state = _JSON_BODY
+            self._state = _State.JSON_BODY
             return pos
         if ch != "<":
             return self._start_skip(
@@ -240,10 +228,10 @@ class XmlCallReader:
         if found is None:
             return self._start_skip("unexpected tag inside <function=...>", pos + 1)
         kind, end = found
-        if kind == "open_param":
+        if kind is _Tag.PARAMETER:
             return self._open_param(text, pos, end)
         self._settle_call(self._abs(end))
-        self._after_function(finished_block=kind != "close_function")
+        self._after_function(kind)
         return end
 
     def _open_param(self, text: str, tag_start: int, pos: int) -> int:
@@ -254,7 +242,6 @@ class XmlCallReader:
             return tag_start
         if head is None:
             return self._start_skip("malformed <parameter=...> tag", pos)
-        assert isinstance(head, tuple)
         name, end = head
         if self._json is not None:
             return self._start_skip("the call mixes a JSON body with <parameter=...> tags", end)
@@ -271,7 +258,7 @@ class XmlCallReader:
         self._fresh = True
         self._held_newline = False
         self._nesting = 0
-        self._state = _VALUE
+        self._state = _State.VALUE
         return end
 
     def _json_body(self, text: str, pos: int) -> int:
@@ -282,7 +269,7 @@ class XmlCallReader:
         pos = lexer.feed(text, pos)
         call.write_args(self._writer.take())
         if lexer.done:
-            self._state = _FUNCTION
+            self._state = _State.FUNCTION
             return pos
         if lexer.error is not None:
             return self._start_skip(f"the arguments are not valid JSON: {lexer.error}", pos)
@@ -291,12 +278,12 @@ class XmlCallReader:
         found = self._function_tags.match(text, pos)
         if isinstance(found, NeedMore):
             return pos
-        if isinstance(found, tuple) and found[0] != "open_param":
+        if isinstance(found, tuple) and found[0] is not _Tag.PARAMETER:
             if not lexer.close_open_containers():
                 call.fail_later("the arguments' JSON is incomplete")
             call.write_args(self._writer.take())
             self._settle_call(self._abs(found[1]))
-            self._after_function(finished_block=found[0] != "close_function")
+            self._after_function(found[0])
             return found[1]
         return self._start_skip("the arguments are not valid JSON: unexpected '<'", pos)
 
@@ -317,24 +304,32 @@ class XmlCallReader:
                 pos = lt + 1
                 continue
             kind, end = found
-            if kind == "nest":
+            if kind is _Tag.NEST:
                 self._nesting += 1
-            elif self._nesting and kind != "end":
-                if kind in ("close_function", "close_block"):
+            elif self._nesting and kind is not _Tag.TOKEN:
+                if kind is _Tag.FUNCTION_CLOSE or kind is _Tag.BLOCK_CLOSE:
                     self._nesting -= 1
             elif kind in _CLOSERS:
                 self._pending_kind = kind
                 self._pending_text = [text[lt:end]]
                 self._pending_end = self._abs(end)
                 self._pending_newline = False
-                self._state = _PENDING
+                self._state = _State.PENDING
                 return end
-            else:
-                verdict = self._closes_value(text, kind, end)
-                if isinstance(verdict, NeedMore):
+            elif kind is _Tag.TOKEN:
+                # The output ended inside the value, as if cut off there.
+                assert self._call is not None
+                self._call.fail_later(TRUNCATED)
+                self._settle_call(self._abs(lt))
+                self._end_block(kind)
+                return end
+            else:  # `<parameter=`: the next parameter, if it is one of this tool's
+                head = _read_head(text, end)
+                if isinstance(head, NeedMore):
                     return lt
-                if verdict:
-                    return self._end_value(kind, lt, end)
+                if isinstance(head, tuple) and self._is_parameter(head[0]):
+                    self._close_param()
+                    return lt
             self._value_text(text[lt:end])
             pos = end
         return pos
@@ -351,64 +346,49 @@ class XmlCallReader:
         if isinstance(verdict, NeedMore):
             return after
         if not verdict:
-            self._state = _VALUE
+            self._state = _State.VALUE
             self._value_text("".join(self._pending_text))
             self._pending_text = []
             return after
-        self._pending_text = []
+        whitespace, self._pending_text = self._pending_text[1:], []
         self._close_param()
-        if self._pending_kind == "close_param":
+        if self._pending_kind is _Tag.PARAMETER_CLOSE:
             return after
         self._settle_call(self._pending_end)
-        self._after_function(finished_block=self._pending_kind == "close_block")
+        self._after_function(self._pending_kind)
+        if self.finished:
+            self.trailing = "".join(whitespace)
         return after
 
     def _confirms(self, text: str, at: int) -> bool | NeedMore:
         """Whether what starts at `at` confirms the pending closing tag."""
         kind = self._pending_kind
-        if kind != "close_param" and self._pending_newline:
+        if kind is not _Tag.PARAMETER_CLOSE and self._pending_newline:
             return True
         if text[at] != "<":
             return False
         found = self._function_tags.match(text, at)
         if isinstance(found, NeedMore):
             return found
-        if kind != "close_param":
-            if isinstance(found, tuple) and found[0] in ("close_block", "end"):
+        if kind is not _Tag.PARAMETER_CLOSE:
+            if isinstance(found, tuple) and found[0] in (_Tag.BLOCK_CLOSE, _Tag.TOKEN):
                 return True
-            closer = _BLOCK_CLOSERS.match(text, at)  # any call block's closing tag
+            closer = _ANY_BLOCK_CLOSE.match(text, at)
             if closer is not None:
                 return closer if isinstance(closer, NeedMore) else True
             opening = self._between_tags.match(text, at)
             if isinstance(opening, NeedMore):
                 return opening
-            return isinstance(opening, tuple) and opening[0] in ("open_eq", "open_attr", "skip")
+            return isinstance(opening, tuple) and opening[0] in (
+                _Tag.FUNCTION,
+                _Tag.FUNCTION_NAMED,
+                _Tag.REOPEN,
+            )
         if not isinstance(found, tuple):
             return False
-        if found[0] != "open_param":
+        if found[0] is not _Tag.PARAMETER:
             return True
         head = _read_head(text, found[1])
-        if isinstance(head, NeedMore):
-            return NEED_MORE
-        return isinstance(head, tuple) and self._is_parameter(head[0])
-
-    def _end_value(self, kind: str, lt: int, end: int) -> int:
-        if kind == "open_param":
-            self._close_param()
-            return lt  # the next parameter starts here
-        # An end token: the output ended inside the value, as if cut off there.
-        assert self._call is not None
-        self._call.fail_later(TRUNCATED)
-        self._settle_call(self._abs(lt))
-        self._after_function(finished_block=True)
-        return end
-
-    def _closes_value(self, text: str, kind: str, end: int) -> bool | NeedMore:
-        """`<parameter=NAME>` closes a value when NAME is a parameter of this tool; an end
-        token always does."""
-        if kind != "open_param":
-            return True
-        head = _read_head(text, end)
         if isinstance(head, NeedMore):
             return NEED_MORE
         return isinstance(head, tuple) and self._is_parameter(head[0])
@@ -447,7 +427,7 @@ class XmlCallReader:
             self._writer.write_value(convert("".join(self._value_parts), self._types))
         assert self._call is not None
         self._call.write_args(self._writer.take())
-        self._state = _FUNCTION
+        self._state = _State.FUNCTION
 
     # -- skipping a broken function -------------------------------------------------------
 
@@ -455,22 +435,17 @@ class XmlCallReader:
         assert self._call is not None
         self._call.fail_later(error)
         self._skip_error = error
-        self._state = _SKIP
+        self._state = _State.SKIP
         return pos
 
     def _skip(self, text: str, pos: int) -> int:
-        while True:
-            lt = text.find("<", pos)
-            if lt < 0:
-                return len(text)
-            found = self._function_tags.match(text, lt)
-            if isinstance(found, NeedMore):
-                return lt
-            if isinstance(found, tuple) and found[0] != "open_param":
-                self._settle_call(self._abs(found[1]))
-                self._after_function(finished_block=found[0] != "close_function")
-                return found[1]
-            pos = lt + 1
+        found = self._scan(text, pos, self._function_tags, lambda k: k is not _Tag.PARAMETER)
+        if isinstance(found, int):
+            return found
+        kind, _, end = found
+        self._settle_call(self._abs(end))
+        self._after_function(kind)
+        return end
 
     # -- settling -------------------------------------------------------------------------
 
@@ -495,23 +470,30 @@ class XmlCallReader:
         else:
             call.succeed(raw)
 
-    def _after_function(self, *, finished_block: bool) -> None:
-        self._state = _BETWEEN
-        if finished_block or not self._wrapped:
+    def _after_function(self, closed_by: _Tag) -> None:
+        """`closed_by`: `</function>`, or a tag that ended the block along with the call."""
+        self._state = _State.BETWEEN
+        if closed_by is not _Tag.FUNCTION_CLOSE:
+            self._end_block(closed_by)
+        elif not self._wrapped:
             self.finished = True
 
 
-def _is_cut_closing_tag(rest: str, tags: TagMatcher) -> bool:
+XmlCallReader.HANDLERS = {
+    _State.BETWEEN: XmlCallReader._between,
+    _State.FUNCTION: XmlCallReader._function,
+    _State.VALUE: XmlCallReader._value,
+    _State.JSON_BODY: XmlCallReader._json_body,
+    _State.SKIP: XmlCallReader._skip,
+    _State.PENDING: XmlCallReader._pending,
+}
+
+
+def _is_cut_closing_tag(rest: str, tags: TagMatcher[_Tag]) -> bool:
     """Whether a tail held at the end of the output was a closing tag being written."""
-    return (
-        rest.startswith("</")
-        and tags.kind_prefixed_by(rest)
-        in (
-            "close_param",
-            "close_function",
-            "close_block",
-        )
-    ) or rest.startswith("</parameter>")
+    return (rest.startswith("</") and tags.kind_prefixed_by(rest) in _CLOSERS) or rest.startswith(
+        "</parameter>"
+    )
 
 
 def _skip_whitespace(text: str, pos: int) -> int:

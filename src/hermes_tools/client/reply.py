@@ -8,7 +8,9 @@ only valid calls stay in the non-streamed message. Every invalid call is listed 
 in the extension field `invalid_tool_calls` (always present, often empty), sent once with the
 finish reason. Calls the request does not allow (a second call when `parallel_tool_calls` is
 false, a call to another tool than the one `tool_choice` names, any call when no tool may be
-called) are dropped: never streamed, listed in `dropped_tool_calls` with the reason.
+called) are dropped: never streamed, listed in `dropped_tool_calls` with the reason. What the
+model wrote after an end-of-turn token (`<|im_end|>`...) ends the reply and is no part of it: it
+is given in `after_end`, with the finish reason.
 
 An attempt that may still be rejected (and asked again) is held back, so that a rejected
 attempt leaves nothing in the stream or the message:
@@ -152,6 +154,7 @@ class ChoiceReply:
         self.native_tool_calls: list[Delta] = []
         self.invalid_tool_calls: list[dict[str, Any]] = []
         self.dropped_tool_calls: list[dict[str, Any]] = []
+        self.after_end: list[str] = []  # what kept attempts wrote after an end-of-turn token
         self.valid_calls = 0
         # The current attempt.
         self._parser: StreamParser | None = None
@@ -216,9 +219,12 @@ class ChoiceReply:
         `repeated(text)` says whether an earlier attempt already wrote `text`."""
         held, self._held = self._held, []
         self._holding = False
-        self._parser = None
+        parser, self._parser = self._parser, None
         if ask_again:
             return []
+        after_end = parser.result().after_end if parser is not None else None
+        if after_end:
+            self.after_end.append(after_end)
         if self._retry and self.attempt_valid == 0:
             text = "".join(e.text for e in held if isinstance(e, TextDelta))
             if text and repeated(text):
@@ -459,6 +465,8 @@ class ChoiceReply:
         fields: dict[str, Any] = {"invalid_tool_calls": list(self.invalid_tool_calls)}
         if self.dropped_tool_calls:
             fields["dropped_tool_calls"] = list(self.dropped_tool_calls)
+        if self.after_end:
+            fields["after_end"] = "".join(self.after_end)
         return fields
 
     def finish_reason(self, upstream: str | None) -> str:

@@ -306,6 +306,8 @@ class CompletionSession:
         tag = self._fmt.call_tag
         if self._fmt.syntax == "qwen3_coder":
             return f"a <{tag}> block with <function=...> and <parameter=...> tags"
+        if self._fmt.syntax == "pythonic":
+            return f'a <{tag}> block holding [name(key="value")]'
         return f'a <{tag}> block holding {{"name": ..., "arguments": {{...}}}}'
 
     # -- helpers ------------------------------------------------------------------------------

@@ -111,7 +111,8 @@ def response_metadata(
     extensions: dict[str, Any],
 ) -> dict[str, Any]:
     """What ChatOpenAI puts in `response_metadata` (the server's id included), plus the
-    endpoint layer's reports that concern the whole reply (dropped calls, repairs)."""
+    endpoint layer's reports that concern the whole reply (dropped calls, repairs, text
+    after an end-of-turn token)."""
     metadata: dict[str, Any] = {
         "id": response.id,
         "finish_reason": finish_reason,
@@ -122,7 +123,7 @@ def response_metadata(
         metadata["system_fingerprint"] = response.system_fingerprint
     if usage is not None:
         metadata["token_usage"] = usage
-    for key in ("dropped_tool_calls", "repairs"):
+    for key in ("dropped_tool_calls", "repairs", "after_end"):
         if extensions.get(key):
             metadata[key] = extensions[key]
     return metadata

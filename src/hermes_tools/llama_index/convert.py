@@ -201,11 +201,12 @@ def _invalid_block(item: dict[str, Any]) -> ToolCallBlock:
 
 
 def _reports(invalid: list[dict[str, Any]], extensions: dict[str, Any]) -> dict[str, Any]:
-    """The endpoint layer's reports: why calls were invalid, calls dropped, repairs."""
+    """The endpoint layer's reports: why calls were invalid, calls dropped, repairs, text
+    after an end-of-turn token."""
     reports: dict[str, Any] = {}
     if invalid:
         reports["tool_call_errors"] = {item["id"]: item["error"] for item in invalid}
-    for key in ("dropped_tool_calls", "repairs"):
+    for key in ("dropped_tool_calls", "repairs", "after_end"):
         if extensions.get(key):
             reports[key] = extensions[key]
     return reports
