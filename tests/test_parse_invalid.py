@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hermes_tools import InvalidToolCall
+from hermes_tools.json_limits import MAX_REPAIR_CHARS
 from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
 
 TOOLS = [WEATHER, WRITE_FILE]
@@ -126,3 +129,25 @@ def test_one_bad_block_never_spoils_the_others() -> None:
 def test_invalid_call_raw_text_is_what_the_model_wrote() -> None:
     body = '{"name": "get_weather", "arguments": {"city": }}'
     assert only_invalid(f"<tool_call>\n{body}\n</tool_call>").arguments == body
+
+
+def _bracket_mismatch(content_length: int) -> str:
+    content = ("line of a file\n" * (content_length // 15 + 1))[:content_length]
+    return (
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a", "content": '
+        + json.dumps(content)
+        + "]}</tool_call>"
+    )
+
+
+def test_a_broken_call_is_repaired_up_to_a_size_and_invalid_past_it() -> None:
+    """json-repair's cost grows faster than the text; past MAX_REPAIR_CHARS the call stays
+    invalid with the reason its JSON broke, instead of holding the caller for seconds."""
+    short = parse_every_way(_bracket_mismatch(1_000), TOOLS)
+    assert [call.name for call in short.tool_calls] == ["write_file"]
+    assert len(short.tool_calls[0].arguments["content"]) == 1_000
+
+    invalid = only_invalid(_bracket_mismatch(MAX_REPAIR_CHARS))
+    assert invalid.name == "write_file"
+    assert invalid.error.startswith("the call is not valid JSON: ")
+    assert invalid.arguments.endswith("]}")  # what the model wrote, for the retry

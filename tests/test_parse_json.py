@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hermes_tools import parse
-from parser_helpers import WEATHER, calls_as_dicts, parse_every_way
+from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
 
 TOOLS = [WEATHER]
 
@@ -108,6 +110,29 @@ def test_escapes_unicode_and_surrogate_pairs() -> None:
         '"caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\ \\/ \\t|\\n北京"}}</tool_call>'
     )
     assert call["arguments"] == {"city": 'café 😀 "q" \\ / \t|\n北京'}
+
+
+def test_code_full_of_escapes_streams_and_decodes_exactly() -> None:
+    """Runs of two-character escapes are decoded in one piece, \\u escapes (surrogate pairs
+    among them) one by one; a cut anywhere gives the same arguments."""
+    content = 'if (s == "a\\b/c") {\n\tprint(\'x\' + "caf\u00e9 \U0001f600\b\f");\r}\n' * 40
+    written = json.dumps(content).replace("/", "\\/")  # \u00e9, \ud83d\ude00, \/ ...
+    text = (
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a.c", "content": '
+        f"{written}}}}}</tool_call>"
+    )
+    result = parse_every_way(text, [WRITE_FILE])
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "a.c", "content": content}}
+    ]
+
+
+def test_escapes_in_single_quoted_strings() -> None:
+    text = r"""<tool_call>{'name': 'write_file', 'arguments': {'content': 'it\'s\n\t\\ \"q\"'}}</tool_call>"""
+    result = parse_every_way(text, [WRITE_FILE])
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"content": 'it\'s\n\t\\ "q"'}}
+    ]
 
 
 def test_lone_surrogate_becomes_replacement_character() -> None:

@@ -19,12 +19,21 @@ from __future__ import annotations
 
 import json
 import re
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
 from typing import Any, Protocol
 
-from hermes_tools.json_limits import MAX_INT_DIGITS
+from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
 _LIMITED_KEY_STOP = {'"': re.compile(r'["\\<]'), "'": re.compile(r"['\\<]")}
+# From a backslash: a run of characters and complete two-character escapes, decoded in one
+# piece (text with many escapes, like code in a file's content, would otherwise cost a step
+# per escape); `\\u` escapes and anything unusual are left to the step-by-step path.
+_ESCAPED_RUN = {
+    '"': re.compile(r'\\[\\/"bfnrt](?:[^"\\]|\\[\\/"bfnrt])*'),
+    "'": re.compile(r"\\[\\/'bfnrt](?:[^'\\]|\\[\\/'bfnrt])*"),
+}
+_ESCAPE_PAIR = re.compile(r"\\(.)", re.S)
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _WORD = re.compile(r"[A-Za-z0-9_+\-.$]*")
 _INT = re.compile(r"-?\d+")
@@ -361,6 +370,10 @@ class JsonLexer:
                 self._sink.end_string()
                 self._after_value()
             return stop + 1
+        run = None if limited else _ESCAPED_RUN[quote].match(text, stop)  # limited: step by step
+        if run is not None:
+            self._emit_chars(_decoded_run(run.group(), quote))
+            return run.end()
         self._escape = "\\"
         return self._continue_escape(text, stop + 1)
 
@@ -418,13 +431,27 @@ class JsonLexer:
             self._sink.string_chunk(chars)
 
 
+def _unescape(pair: re.Match[str]) -> str:
+    return _SIMPLE_ESCAPES[pair.group(1)]
+
+
+def _decoded_run(run: str, quote: str) -> str:
+    if quote == '"':  # only JSON's own escapes and no quote: the C decoder reads it as is
+        decoded: str = scanstring(run + '"', 0, False)[0]
+        return decoded
+    return _ESCAPE_PAIR.sub(_unescape, run)
+
+
 def canonical(value: Any) -> str:
     """The JSON text this package writes for a value (arguments, schema values, results)."""
     return json.dumps(value, ensure_ascii=False)
 
 
 def repair(text: str) -> Any:
-    """json-repair's reading of `text`, or None when it finds nothing there."""
+    """json-repair's reading of `text`, or None when it finds nothing there or `text` is
+    longer than MAX_REPAIR_CHARS (see `json_limits`)."""
+    if len(text) > MAX_REPAIR_CHARS:
+        return None
     import json_repair  # imported on first use: it costs more than the whole parser to load
 
     try:

@@ -10,6 +10,11 @@ argument text goes through `decode_arguments`, which turns each of these into a 
 - a key given twice in one object is ambiguous (which one did the model mean?);
 - nesting deeper than MAX_DEPTH levels (the arguments object is level 1);
 - an integer of more than MAX_INT_DIGITS digits (Python's own limit for converting text).
+
+Broken JSON is repaired (json-repair) only up to MAX_REPAIR_CHARS characters: its cost grows
+faster than the text (a 100 KB call takes seconds, a 1 MB one minutes), and it runs on the
+caller's thread, often an event loop. A longer broken call stays invalid, with the error that
+says where its JSON broke, and the model is asked again like for any invalid call.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 MAX_DEPTH = 100
 MAX_INT_DIGITS = 4300
+MAX_REPAIR_CHARS = 16_000
 
 
 class ArgumentsProblem(Exception):

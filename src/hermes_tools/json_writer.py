@@ -7,7 +7,7 @@ that decodes to exactly the call's final arguments.
 
 from __future__ import annotations
 
-import json
+from json.encoder import encode_basestring
 from typing import Any
 
 from hermes_tools.json_lexer import canonical
@@ -29,7 +29,7 @@ def pairs_joined(value: Any) -> Any:
 
 
 def _string_body(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    return encode_basestring(text)[1:-1]  # as json.dumps(text, ensure_ascii=False) writes it
 
 
 class CanonicalWriter:

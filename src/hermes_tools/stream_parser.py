@@ -57,8 +57,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 import re
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -129,7 +129,8 @@ class ParserClosedError(HermesToolsError, RuntimeError):
 
 
 def new_call_id() -> str:
-    return "call_" + secrets.token_hex(12)
+    # os.urandom, not `secrets`: the same bytes, without importing hashlib, hmac and random.
+    return "call_" + os.urandom(12).hex()
 
 
 @dataclass(slots=True)
