@@ -45,6 +45,8 @@ ROWS = [
     ("invalid", "cases ending with an invalid call"),
     ("repaired", "cases that needed a repair"),
     ("repair_success", "  ... right after the repair"),
+    ("ungrounded", "cases asked again for values nobody said"),
+    ("ungrounded_success", "  ... right after"),
     ("errors", "errors"),
     ("score", "score: exact% - false%"),
     ("prompt_tokens", "prompt tokens (median, one-turn cases)"),

@@ -349,3 +349,83 @@ def test_an_empty_reply_cut_by_max_tokens_is_not_asked_again(
     completion = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
     assert completion.choices[0].finish_reason == "length"
     assert len(server.bodies()) == 1
+
+
+# -- calls with values nobody said (see hermes_tools.grounding) ------------------------------------
+
+SMALL_TALK = [{"role": "user", "content": "Hi there! How are you today?"}]
+LONDON = FIXED.replace("Paris", "London")
+
+
+def small_talk_both_ways(
+    client: Any, server: ScriptedServer, replies: list[Reply | str], **request: Any
+) -> tuple[Any, dict[str, Any]]:
+    server.script(*replies)
+    whole = client.chat.completions.create(model="m", messages=SMALL_TALK, tools=TOOLS, **request)
+    server.script(*replies)
+    stream = client.chat.completions.create(
+        model="m", messages=SMALL_TALK, tools=TOOLS, stream=True, **request
+    )
+    return whole, plain_accumulate(list(stream))
+
+
+def test_a_call_made_of_values_nobody_said_is_asked_again_and_the_answer_stands(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    answer = "Hello! I'm doing well. How can I help?"
+    whole, streamed = small_talk_both_ways(client, server, [Reply(LONDON, chunks=4), answer])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert message.content == answer
+    assert not message.tool_calls
+    assert whole.choices[0].finish_reason == "stop"
+    (repair,) = message.repairs
+    assert '"London"' in repair["reason"]
+    assert "nobody in this conversation mentioned" in repair["reason"]
+    retry_request = server.bodies()[1]["messages"]
+    assert retry_request[-1] == {"role": "user", "content": repair["reason"]}
+    assert "London" in retry_request[-2]["content"]  # the rejected call, as the model wrote it
+
+
+def test_the_same_ungrounded_call_on_the_retry_is_made(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = small_talk_both_ways(client, server, [LONDON, Reply(LONDON, chunks=3)])
+    same_answer(whole, streamed)
+    (call,) = whole.choices[0].message.tool_calls
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "get_weather",
+        {"city": "London"},
+    )
+    assert whole.choices[0].finish_reason == "tool_calls"
+    assert len(server.bodies()) == 4
+
+
+def test_grounded_calls_and_required_calls_are_not_asked_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, _ = both_ways(client, server, [Reply(FIXED, chunks=3)])  # "Paris" was asked about
+    assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
+    whole, _ = small_talk_both_ways(client, server, [LONDON], tool_choice="required")
+    assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
+    # One grounded call among ungrounded ones: the reply stands as written.
+    whole, _ = both_ways(client, server, [LONDON + FIXED])
+    assert len(whole.choices[0].message.tool_calls) == 2
+    assert len(server.bodies()) == 6
+
+
+def test_the_grounding_check_can_be_turned_off(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    for client in (
+        hermes_tools.wrap(openai_client, check_grounding=False),
+        hermes_tools.wrap(openai_client, repair_attempts=0),
+    ):
+        server.reset()
+        whole, streamed = small_talk_both_ways(client, server, [Reply(LONDON, chunks=3)])
+        same_answer(whole, streamed)
+        assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
+        assert len(server.bodies()) == 2

@@ -110,7 +110,7 @@ def test_function_agent_from_sync_code(server: ScriptedServer) -> None:
     agent = FunctionAgent(tools=[WEATHER], llm=llm)
 
     async def main() -> str:
-        result = str(await agent.run("Weather?"))
+        result = str(await agent.run("Weather in Paris and Rome?"))
         await llm.aclose()
         return result
 
@@ -212,7 +212,7 @@ async def test_apredict_and_call_with_parallel_calls(
 ) -> None:
     server.script(Reply(PARALLEL, chunks=4))
     response = await llm.apredict_and_call(
-        [WEATHER], user_msg="Both?", allow_parallel_tool_calls=True
+        [WEATHER], user_msg="Paris and Rome?", allow_parallel_tool_calls=True
     )
     assert str(response) == "21 C\n\n18 C"
 
@@ -335,7 +335,9 @@ def test_predict_and_call_keeps_one_call_when_parallel_calls_are_off(
     RAN.clear()
     llm = HermesLLM(model="qwen-test", api_base=server.base_url)
     server.script(Reply(PARALLEL, chunks=4))
-    response = llm.predict_and_call([WEATHER], user_msg="Weather?", allow_parallel_tool_calls=False)
+    response = llm.predict_and_call(
+        [WEATHER], user_msg="Paris and Rome?", allow_parallel_tool_calls=False
+    )
     assert str(response) == "21 C"
     assert RAN == [("get_weather", {"city": "Paris"})]
     assert "at most one" in server.bodies()[0]["messages"][0]["content"]

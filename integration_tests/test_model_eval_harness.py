@@ -85,12 +85,16 @@ def test_parallel_calls_match_in_any_order_but_all_are_needed(server: ScriptedSe
 
 def test_a_call_on_small_talk_is_a_false_call(server: ScriptedServer) -> None:
     case = BY_ID["none-hello"]
-    server.script("I'm well, thanks!", _call("get_weather", {"city": "Paris"}))
+    paris = _call("get_weather", {"city": "Paris"})
+    # The chatty model insists: asked again because nobody said "Paris", it calls again.
+    server.script("I'm well, thanks!", paris, paris)
     quiet, chatty = _run(server, case), _run(server, case)
     assert succeeded(case, quiet)
     assert not succeeded(case, chatty)
     scores = metrics(CASES, [quiet, chatty])
     assert (scores["false_calls"].hits, scores["false_calls"].total) == (1, 2)
+    assert (scores["ungrounded"].hits, scores["ungrounded_success"].hits) == (1, 0)
+    assert chatty.requests == 2
 
 
 def test_a_made_up_tool_result_is_counted_and_seen_when_it_reaches_the_user(

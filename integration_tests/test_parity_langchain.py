@@ -679,7 +679,7 @@ def test_parallel_calls_off_keeps_the_first_call(server: ScriptedServer) -> None
     two, and the second is dropped (reported in `response_metadata`)."""
 
     def scenario(model: BaseChatModel) -> Any:
-        return model.bind_tools([get_weather], parallel_tool_calls=False).invoke("Both?")
+        return model.bind_tools([get_weather], parallel_tool_calls=False).invoke("Paris and Rome?")
 
     two = Turn("", [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})])
     native, ours = differential(

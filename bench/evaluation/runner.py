@@ -32,6 +32,7 @@ class Outcome:
     raw_replies: list[str] = field(default_factory=list)  # every attempt, every step
     requests: int = 0  # HTTP requests (more than steps means repairs)
     steps: int = 0  # model turns (agent cases take several)
+    repair_reasons: list[str] = field(default_factory=list)  # why attempts were asked again
     prompt_tokens: int | None = None  # first request
     seconds: float = 0.0
     error: str | None = None
@@ -112,6 +113,7 @@ def _converse(client: Any, model: str, variant: Variant, case: Case, outcome: Ou
             for call in message.tool_calls or []
         ]
         outcome.invalid_calls = list(extra.get("invalid_tool_calls") or [])
+        outcome.repair_reasons += [r["reason"] for r in extra.get("repairs") or []]
         outcome.content = message.content or ""
         if case.kind != "agent" or not outcome.calls:
             return

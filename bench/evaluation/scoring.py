@@ -99,6 +99,10 @@ def made_up_reached_user(outcome: Outcome) -> bool:
     return MADE_UP_RESULT.search(outcome.content) is not None
 
 
+# The grounding check's reason for asking again (hermes_tools.grounding).
+UNGROUNDED = "nobody in this conversation mentioned"
+
+
 def empty_reply(outcome: Outcome) -> bool:
     """No call and no text: what a user sees when the reply was cut before anything useful."""
     return outcome.error is None and not outcome.calls and not outcome.content.strip()
@@ -146,6 +150,7 @@ def metrics(cases: list[Case], outcomes: list[Outcome]) -> dict[str, Any]:
         return Rate(sum(1 for c, o in chosen if test(c, o)), len(chosen))
 
     repaired = [(c, o) for c, o in pairs if o.requests > o.steps]
+    ungrounded = [(c, o) for c, o in pairs if any(UNGROUNDED in r for r in o.repair_reasons)]
     tokens = [o.prompt_tokens for c, o in pairs if o.prompt_tokens and len(c.messages) == 1]
     result = {
         "single_exact": rate(SINGLE_CALL_KINDS, exact),
@@ -165,6 +170,10 @@ def metrics(cases: list[Case], outcomes: list[Outcome]) -> dict[str, Any]:
         "invalid": Rate(sum(1 for _, o in pairs if o.invalid_calls), len(pairs)),
         "repaired": Rate(len(repaired), len(pairs)),
         "repair_success": Rate(sum(1 for c, o in repaired if succeeded(c, o)), len(repaired)),
+        "ungrounded": Rate(len(ungrounded), len(pairs)),
+        "ungrounded_success": Rate(
+            sum(1 for c, o in ungrounded if succeeded(c, o)), len(ungrounded)
+        ),
         "errors": Rate(sum(1 for _, o in pairs if o.error), len(pairs)),
         "success": Rate(sum(1 for c, o in pairs if succeeded(c, o)), len(pairs)),
         "prompt_tokens": statistics.median(tokens) if tokens else None,

@@ -33,6 +33,8 @@ class HermesSettings(BaseModel):
     system_prompt_in_user: bool = False
     raw_json: bool = True
     think_open: bool = False
+    check_grounding: bool = True
+    """Ask again once when a reply's only calls use values found nowhere in the conversation."""
     repair_attempts: int = Field(default=1, ge=0)
     """How many times to ask again when a reply's calls are unusable or a required call is
     missing (0 disables)."""

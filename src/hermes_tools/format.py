@@ -30,6 +30,7 @@ FORMAT_OPTIONS = (
     "system_prompt_in_user",
     "raw_json",
     "think_open",
+    "check_grounding",
 )
 
 
@@ -51,6 +52,9 @@ class HermesFormat:
       templates without a system role.
     - `raw_json`: read a bare JSON object naming a bound tool at the end of a reply as a call.
     - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
+    - `check_grounding`: when every call of a reply uses only argument values found nowhere in
+      the conversation (`get_weather(city="Paris")` in answer to "Hi!"), ask again once,
+      telling the model so (see `grounding`); needs `repair_attempts` >= 1.
     """
 
     syntax: Syntax = "json"
@@ -62,6 +66,7 @@ class HermesFormat:
     system_prompt_in_user: bool = False
     raw_json: bool = True
     think_open: bool = False
+    check_grounding: bool = True
 
     def __post_init__(self) -> None:
         if self.syntax not in SYNTAXES:

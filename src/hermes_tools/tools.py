@@ -139,6 +139,11 @@ class Toolbox:
             return f"there is no tool named {name!r}; the tools are {known}"
         return check_arguments(name, spec.parameters, arguments)
 
+    def parameters(self, tool: str) -> dict[str, Any]:
+        """The tool's parameters schema; {} for a tool that is not bound."""
+        spec = self._by_name.get(tool)
+        return spec.parameters if spec is not None else {}
+
     def parameter_schema(self, tool: str, parameter: str) -> dict[str, Any] | None:
         """The JSON schema of one parameter, with a top-level `$ref` resolved; None if unknown."""
         spec = self._by_name.get(tool)

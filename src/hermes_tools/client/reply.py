@@ -44,6 +44,7 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.grounding import Grounding
 from hermes_tools.json_answer import extract_json_answer
 from hermes_tools.json_lexer import canonical
 from hermes_tools.prompt import ToolChoice
@@ -61,6 +62,7 @@ class CallPolicy:
     choice: ToolChoice
     single_call: bool
     toolbox: Toolbox = field(default_factory=Toolbox)
+    grounding: Grounding | None = None  # set when ungrounded calls are asked again
 
     @property
     def requires_call(self) -> bool:
@@ -168,7 +170,9 @@ class ChoiceReply:
         self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
         self.attempt_valid = 0  # valid calls this attempt (released or held)
         self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
+        self.attempt_ungrounded: list[str] = []  # valid calls using values nobody said
         self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
+        self._check_grounding = False
 
     # -- one attempt ---------------------------------------------------------------------------
 
@@ -185,7 +189,11 @@ class ChoiceReply:
         self._unbound = {}
         self.attempt_valid = 0
         self.attempt_errors = []
+        self.attempt_ungrounded = []
         self.attempt_text_preview = ""
+        # Only a first attempt that can still be asked again: the answer to "you made that
+        # value up" stands, whatever it is.
+        self._check_grounding = tentative and not retry and self._policy.grounding is not None
 
     def text(self, text: str) -> list[Delta]:
         assert self._parser is not None
@@ -248,6 +256,7 @@ class ChoiceReply:
     def _take(self, events: list[Event]) -> list[Delta]:
         out: list[Delta] = []
         for event in events:
+            ungrounded = ""
             if isinstance(event, TextDelta) and len(self.attempt_text_preview) < 200:
                 self.attempt_text_preview += event.text[:200]
             if isinstance(event, ToolCallStart):
@@ -272,6 +281,9 @@ class ChoiceReply:
                 event = self._checked(event)
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
+                    ungrounded = self._ungrounded(event.call)
+                    if ungrounded:
+                        self.attempt_ungrounded.append(ungrounded)
                 else:
                     self.attempt_errors.append(event.call.error)
                     self._call_seen()
@@ -282,7 +294,8 @@ class ChoiceReply:
                     self._held.append(event)
             else:
                 out += self._release(event)
-            if isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall):
+            valid_end = isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall)
+            if valid_end and not ungrounded:  # an ungrounded call stays held: asked again?
                 out += self._commit()
         return out
 
@@ -316,6 +329,16 @@ class ChoiceReply:
                 raw = json.dumps(call.arguments, ensure_ascii=False)
                 return ToolCallEnd(event.index, InvalidToolCall(call.id, call.name, raw, problem))
         return event
+
+    def _ungrounded(self, call: ToolCall) -> str:
+        """`name(values)` when none of the call's values is in the conversation, else ""."""
+        grounding = self._policy.grounding
+        if not self._check_grounding or grounding is None:
+            return ""
+        values = grounding.ungrounded(call.arguments, self._policy.toolbox.parameters(call.name))
+        if not values:
+            return ""
+        return f"{call.name}({', '.join(json.dumps(v, ensure_ascii=False) for v in values)})"
 
     def _call_seen(self) -> None:
         if self._hold_at_call:

@@ -23,6 +23,7 @@ from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
+from hermes_tools.grounding import Grounding
 from hermes_tools.json_answer import json_answer_instructions
 from hermes_tools.json_lexer import canonical
 from hermes_tools.tools import Toolbox
@@ -70,7 +71,13 @@ class CompletionSession:
         self._choice = fmt.tool_choice(self._toolbox, choice_value if given(choice_value) else None)
         parallel = kwargs.get("parallel_tool_calls")
         parallel = parallel if given(parallel) else None
-        self._policy = CallPolicy(self._choice, parallel is False, self._toolbox)
+        messages = kwargs.get("messages") or []
+        grounding = (
+            Grounding(conversation_texts(messages))
+            if fmt.check_grounding and self._choice.mode == "auto" and self._choice.name is None
+            else None
+        )
+        self._policy = CallPolicy(self._choice, parallel is False, self._toolbox, grounding)
         # Calls are read whenever tools are in play, even where none may be made, so that a
         # model copying the history's calls does not put call markup in the content.
         self._parse_calls = uses_tools(kwargs)
@@ -78,7 +85,6 @@ class CompletionSession:
         if self._toolbox and self._choice.mode != "none":
             # A model that writes a tool result itself has made it up: stop it there.
             self._upstream["stop"] = with_stop(kwargs.get("stop"), f"<{fmt.response_tag}>")
-        messages = kwargs.get("messages") or []
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
         self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
         if self._json_answer:
@@ -262,8 +268,17 @@ class CompletionSession:
         if len(self._replies) != 1 or self._choice.mode == "none":
             return None
         reply = self._replies[0]
-        if reply.has_calls or reply.attempt_valid:
+        if reply.has_calls:
             return None
+        if reply.attempt_valid:
+            if len(reply.attempt_ungrounded) < reply.attempt_valid:
+                return None
+            calls = "; ".join(reply.attempt_ungrounded)
+            return (
+                f"You called {calls}, but nobody in this conversation mentioned those values. "
+                "If the user's request needs a tool, call it with values from the "
+                "conversation; if it does not, answer the user directly."
+            )
         block = self._call_form()
         if self._choice.name is not None:
             return f"You must call the tool {self._choice.name} now. Reply with {block}."

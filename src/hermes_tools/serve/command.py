@@ -107,6 +107,13 @@ def add_serve_command(commands: Any) -> None:
         help="replies start inside <think> (R1 distills on a plain server)",
     )
     options.add_argument(
+        "--no-grounding-check",
+        dest="check_grounding",
+        action="store_false",
+        default=None,
+        help="accept calls whose values appear nowhere in the conversation without asking again",
+    )
+    options.add_argument(
         "--repair-attempts",
         type=int,
         metavar="N",
@@ -129,6 +136,7 @@ _CLI_OPTIONS = (
     "system_prompt_in_user",
     "raw_json",
     "think_open",
+    "check_grounding",
     "repair_attempts",
     "parse_without_tools",
 )

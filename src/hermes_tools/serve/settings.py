@@ -46,6 +46,7 @@ OPTION_TYPES: dict[str, type] = {
     "system_prompt_in_user": bool,
     "raw_json": bool,
     "think_open": bool,
+    "check_grounding": bool,
     "repair_attempts": int,
     "parse_without_tools": bool,
 }

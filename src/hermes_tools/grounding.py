@@ -1,0 +1,92 @@
+"""Whether a call's argument values come from the conversation.
+
+Small models asked "Hi there!" with a weather tool at hand often call
+`get_weather(city="Paris")`: a value nobody said. A call is *grounded* when at least one of its
+argument values can be found in the conversation (what users, tools, documents and earlier
+turns wrote; not the tool definitions, whose examples models copy): a word of a string value
+(letters or digits, compared ignoring case) or a number (compared by value, so `6:45` grounds
+`6` and `45`). Values that cannot be grounded by looking at the text are left out: booleans,
+null, and strings the tool's schema lists in an `enum`. A call with nothing left to check is
+grounded. The client asks again once when every call of a reply is ungrounded (see
+`client.session`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+_WORD = re.compile(r"[^\W\d_]{2,}|[0-9]+(?:\.[0-9]+)?")
+_DIGITS = frozenset("0123456789")
+
+
+class Grounding:
+    __slots__ = ("_numbers", "_words")
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._words: set[str] = set()
+        self._numbers: set[float] = set()
+        for text in texts:
+            for token in _WORD.findall(text):
+                if token[0] in _DIGITS:
+                    self._numbers.add(float(token))
+                else:
+                    self._words.add(token.casefold())
+
+    def ungrounded(self, arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+        """The call's checkable values when none of them is in the conversation, else []."""
+        enums = set(_enum_values(schema))
+        checked: list[str] = []
+        for value in _leaves(arguments):
+            if isinstance(value, bool) or value is None or value in enums:
+                continue
+            if isinstance(value, (int, float)):
+                if _as_float(value) in self._numbers:
+                    return []
+                checked.append(str(value))
+            elif isinstance(value, str):
+                if self._has_word_of(value):
+                    return []
+                if value.strip():
+                    checked.append(value)
+        return checked
+
+    def _has_word_of(self, value: str) -> bool:
+        for token in _WORD.findall(value):
+            if token[0] in _DIGITS:
+                if float(token) in self._numbers:
+                    return True
+            elif token.casefold() in self._words:
+                return True
+        return False
+
+
+def _as_float(number: int | float) -> float:
+    try:
+        return float(number)
+    except OverflowError:  # an integer past float's range: it matches no number written
+        return float("nan")
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _enum_values(schema: Any) -> Iterator[Any]:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "enum" and isinstance(value, list):
+                yield from (v for v in value if isinstance(v, (str, int, float)))
+            else:
+                yield from _enum_values(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _enum_values(item)

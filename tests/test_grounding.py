@@ -1,0 +1,70 @@
+"""Grounding: whether a call's values were said by anyone in the conversation."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hermes_tools.grounding import Grounding
+
+UNITS = {"properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}
+
+
+def test_a_value_nobody_said_is_ungrounded() -> None:
+    grounding = Grounding(["Hi there! How are you today?"])
+    assert grounding.ungrounded({"city": "Paris"}, {}) == ["Paris"]
+
+
+def test_one_word_of_a_value_in_the_conversation_grounds_the_call() -> None:
+    grounding = Grounding(["What's the weather in new york?"])
+    assert grounding.ungrounded({"city": "New York City"}, {}) == []
+
+
+def test_numbers_are_compared_by_value_wherever_they_stand() -> None:
+    grounding = Grounding(["Wake me up at 6:45, and compute (17 + 25) divided by 6."])
+    assert grounding.ungrounded({"hour": 6, "minute": 45}, {}) == []
+    assert grounding.ungrounded({"expression": "(17 + 25) / 6"}, {}) == []
+    assert grounding.ungrounded({"amount": 6.0}, {}) == []
+    assert grounding.ungrounded({"amount": 2.5}, {}) == ["2.5"]
+    assert grounding.ungrounded({"amount": 10**400}, {}) == [str(10**400)]
+
+
+def test_enum_members_and_booleans_are_not_evidence_either_way() -> None:
+    grounding = Grounding(["Is it warm in Oslo?"])
+    assert grounding.ungrounded({"city": "Oslo", "unit": "celsius"}, UNITS) == []
+    assert grounding.ungrounded({"unit": "celsius", "detailed": True}, UNITS) == []
+    assert grounding.ungrounded({"city": "Rome", "unit": "celsius"}, UNITS) == ["Rome"]
+
+
+def test_nested_values_and_tool_results_count() -> None:
+    grounding = Grounding(["Invite the team.", '{"members": ["Ana", "Ben"]}'])
+    call = {"event": {"title": "Sync", "attendees": ["Ana"]}}
+    assert grounding.ungrounded(call, {}) == []
+
+
+def test_case_and_other_scripts_are_compared_by_word() -> None:
+    grounding = Grounding(["Wie ist das Wetter in MÜNCHEN?"])
+    assert grounding.ungrounded({"city": "München"}, {}) == []
+    assert grounding.ungrounded({"city": "Berlin"}, {}) == ["Berlin"]
+
+
+def test_a_call_with_nothing_to_check_is_grounded() -> None:
+    grounding = Grounding(["Hello"])
+    assert grounding.ungrounded({}, {}) == []
+    assert grounding.ungrounded({"verbose": False, "note": ""}, {}) == []
+
+
+@given(
+    st.text(),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+        max_leaves=8,
+    ),
+)
+def test_never_raises_and_a_value_quoted_in_the_conversation_is_grounded(
+    text: str, value: object
+) -> None:
+    arguments = {"value": value}
+    Grounding([text]).ungrounded(arguments, {})
+    assert Grounding([text, "the user said Zanzibar"]).ungrounded({"place": "Zanzibar"}, {}) == []
