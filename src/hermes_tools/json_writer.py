@@ -35,25 +35,23 @@ def _string_body(text: str) -> str:
 class CanonicalWriter:
     """A `TokenSink` writing one value; `complete` once that value has closed."""
 
-    __slots__ = ("_after_key", "_closers", "_first", "_fresh", "_parts", "complete")
+    __slots__ = ("_after_key", "_closers", "_first", "_parts", "complete")
 
     def __init__(self) -> None:
-        self._parts: list[str] = []  # everything written so far
-        self._fresh = 0  # index in _parts of the first piece not yet taken
+        # Written and not yet taken: the taker keeps what it took, so the writer does not
+        # hold a second copy of a long argument.
+        self._parts: list[str] = []
         self._closers: list[str] = []
         self._first: list[bool] = []
         self._after_key = False
         self.complete = False
 
-    def text(self) -> str:
-        return "".join(self._parts)
-
     def take(self) -> str:
         """What was written since the last `take`."""
-        if self._fresh == len(self._parts):
+        if not self._parts:
             return ""
-        piece = "".join(self._parts[self._fresh :])
-        self._fresh = len(self._parts)
+        piece = "".join(self._parts)
+        self._parts.clear()
         return piece
 
     @staticmethod

@@ -141,8 +141,10 @@ class PendingCall:
         if self.error is not None:
             self.fail(self.error, raw())
             return
+        text = "".join(self._emitted)
+        self._emitted = []  # settled: only the joined text is needed now, not its pieces too
         try:
-            arguments = decode_arguments("".join(self._emitted))
+            arguments = decode_arguments(text)
         except ArgumentsProblem as problem:
             self.fail(str(problem), raw())
             return
