@@ -182,6 +182,15 @@ class JsonCallReader(CallReader[_State]):
     def _fed(self) -> None:
         self._raw.release(self._keep_from())
 
+    def string_run(self, text: str) -> bool:
+        # Inside a string nothing is settled, so what `_fed` would release can wait.
+        lexer = self._lexer
+        if self._state is not _State.VALUE or lexer is None or not lexer.string_run(text):
+            return False
+        self._raw.add(text)
+        self._flush_args()
+        return True
+
     def _keep_from(self) -> int:
         """The earliest offset an invalid call may still need as raw text."""
         keep = self._settled

@@ -33,6 +33,8 @@ _ESCAPED_RUN = {
     '"': re.compile(r'\\[\\/"bfnrt](?:[^"\\]|\\[\\/"bfnrt])*'),
     "'": re.compile(r"\\[\\/'bfnrt](?:[^'\\]|\\[\\/'bfnrt])*"),
 }
+# The inside of a double-quoted string holding only complete two-character escapes.
+_STRING_BODY = re.compile(r'[^"\\]*(?:\\[\\/"bfnrt][^"\\]*)*')
 _ESCAPE_PAIR = re.compile(r"\\(.)", re.S)
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _WORD = re.compile(r"[A-Za-z0-9_+\-.$]*")
@@ -187,6 +189,28 @@ class JsonLexer:
             else:
                 pos = self._structural(text, pos, ch)
         return pos
+
+    def string_run(self, text: str) -> bool:
+        """The fast path of `feed` for text that lies wholly inside a double-quoted string
+        value (escapes included, none cut off): report it as one chunk and return True; False,
+        with nothing done, when `text` might end the string or the lexer is anywhere else."""
+        if (
+            self._quote != '"'
+            or self._in_key
+            or self._escape
+            or self._high_surrogate
+            or self._halted
+            or self.error is not None
+        ):
+            return False
+        if "\\" in text:
+            if _STRING_BODY.fullmatch(text) is None:
+                return False
+            text = scanstring(text + '"', 0, False)[0]
+        elif '"' in text:
+            return False
+        self._sink.string_chunk(text)
+        return True
 
     def finish_word(self) -> None:
         """The input ended: settle a number or literal still waiting for its delimiter."""

@@ -35,26 +35,22 @@ def _string_body(text: str) -> str:
 class CanonicalWriter:
     """A `TokenSink` writing one value; `complete` once that value has closed."""
 
-    __slots__ = ("_after_key", "_closers", "_first", "_fresh", "_parts", "complete")
+    __slots__ = ("_after_key", "_closers", "_first", "_parts", "complete")
 
     def __init__(self) -> None:
-        self._parts: list[str] = []  # everything written so far
-        self._fresh = 0  # index in _parts of the first piece not yet taken
+        self._parts: list[str] = []  # written since the last `take`
         self._closers: list[str] = []
         self._first: list[bool] = []
         self._after_key = False
         self.complete = False
 
-    def text(self) -> str:
-        return "".join(self._parts)
-
     def take(self) -> str:
         """What was written since the last `take`."""
-        if self._fresh == len(self._parts):
+        parts = self._parts
+        if not parts:
             return ""
-        piece = "".join(self._parts[self._fresh :])
-        self._fresh = len(self._parts)
-        return piece
+        self._parts = []
+        return parts[0] if len(parts) == 1 else "".join(parts)
 
     @staticmethod
     def of(value: Any) -> str:

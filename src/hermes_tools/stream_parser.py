@@ -122,6 +122,7 @@ _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
+_MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
 
 
 class ParserClosedError(HermesToolsError, RuntimeError):
@@ -194,7 +195,7 @@ class StreamParser:
         self._held = ""
         self._closed = False
         self._out: list[Event] = []
-        self._fragments: list[str] = []  # texts of the last event in _out, still merging
+        self._merging: list[str] = []  # texts that follow the last event in _out, merged
         self._next_index = 0
         self._tool_calls: list[ToolCall] = []
         self._invalid_calls: list[InvalidToolCall] = []
@@ -227,6 +228,15 @@ class StreamParser:
             raise WrongTypeError(
                 f"feed() takes str, not {type(text).__name__}; decode bytes first."
             )
+        if (
+            self._state is State.BLOCK
+            and self._tentative is None
+            and text
+            and not self._held
+            and self._reader is not None
+            and self._reader.string_run(text)
+        ):
+            return self._take_events()
         buf = self._held + text if self._held else text
         self._held = ""
         pos = 0
@@ -287,41 +297,39 @@ class StreamParser:
         self._release(event)
 
     def _release(self, event: Event) -> None:
-        # Fragments settled by the same feed merge into one event (fewer, larger events
-        # downstream); their texts are joined once, when the merged event is complete.
-        if self._merging(event):
-            self._fragments.append(event.text)  # type: ignore[union-attr]
-            return
-        self._settle_fragments()
-        self._out.append(event)
-        if isinstance(event, (TextDelta, ReasoningDelta, ToolCallArgsDelta)):
-            self._fragments = [event.text]
-        if isinstance(event, ToolCallEnd):
-            if isinstance(event.call, ToolCall):
-                self._tool_calls.append(event.call)
+        # Deltas settled by the same feed merge into one event (fewer, larger events
+        # downstream); their texts are joined once, when the feed ends or another event comes.
+        out = self._out
+        kind = type(event)
+        if out and kind in _MERGED and type(out[-1]) is kind:
+            last = out[-1]
+            if kind is not ToolCallArgsDelta or last.index == event.index:  # type: ignore[union-attr]
+                self._merging.append(event.text)  # type: ignore[union-attr]
+                return
+        if self._merging:
+            self._settle_merging()
+        out.append(event)
+        if kind is ToolCallEnd:
+            call = event.call  # type: ignore[union-attr]
+            if isinstance(call, ToolCall):
+                self._tool_calls.append(call)
             else:
-                self._invalid_calls.append(event.call)
+                self._invalid_calls.append(call)
 
-    def _merging(self, event: Event) -> bool:
-        if not self._fragments or type(self._out[-1]) is not type(event):
-            return False
+    def _settle_merging(self) -> None:
         last = self._out[-1]
-        return not isinstance(last, ToolCallArgsDelta) or last.index == event.index  # type: ignore[union-attr]
-
-    def _settle_fragments(self) -> None:
-        if len(self._fragments) > 1:
-            last = self._out[-1]
-            text = "".join(self._fragments)
-            if isinstance(last, ToolCallArgsDelta):
-                self._out[-1] = ToolCallArgsDelta(last.index, text)
-            elif isinstance(last, ReasoningDelta):
-                self._out[-1] = ReasoningDelta(text)
-            else:
-                self._out[-1] = TextDelta(text)
-        self._fragments = []
+        text = last.text + "".join(self._merging)  # type: ignore[union-attr]
+        self._merging = []
+        if isinstance(last, ToolCallArgsDelta):
+            self._out[-1] = ToolCallArgsDelta(last.index, text)
+        elif isinstance(last, ReasoningDelta):
+            self._out[-1] = ReasoningDelta(text)
+        else:
+            self._out[-1] = TextDelta(text)
 
     def _take_events(self) -> list[Event]:
-        self._settle_fragments()
+        if self._merging:
+            self._settle_merging()
         events, self._out = self._out, []
         return events
 
@@ -352,13 +360,22 @@ class StreamParser:
     # -- CONTENT ----------------------------------------------------------------------------
 
     def _in_content(self, buf: str, pos: int) -> int:
-        match = _CONTENT_STOPS.search(buf, pos)
-        if match is None:
-            self._text(buf[pos:])
-            return len(buf)
-        at = match.start()
+        # A `<` that starts no tag is text: the scan goes on, and the text is written once.
+        scan = pos
+        while True:
+            match = _CONTENT_STOPS.search(buf, scan)
+            if match is None:
+                self._text(buf[pos:])
+                return len(buf)
+            at = match.start()
+            ch = buf[at]
+            if ch != "<":
+                break
+            found = self._content_tags.match(buf, at)
+            if found is not None:
+                break
+            scan = at + 1
         self._text(buf[pos:at])
-        ch = buf[at]
         if ch == "`":
             self._tick_run = 0
             self._ticks_at_line_start = self._line_start
@@ -366,12 +383,9 @@ class StreamParser:
             return at
         if ch == "{" or ch == "[":
             return self._maybe_tagless(buf, at)
-        found = self._content_tags.match(buf, at)
         if isinstance(found, NeedMore):
             return at
-        if found is None:
-            self._text("<")
-            return at + 1
+        assert found is not None  # the scan stopped at a tag
         kind, end = found
         if kind is Tag.BLOCK_OPEN:
             self._boundary()
@@ -558,16 +572,18 @@ class StreamParser:
 
     def _in_reasoning(self, buf: str, pos: int) -> int:
         at = buf.find("<", pos)
-        if at < 0:
+        found = None
+        while at >= 0:
+            found = self._reasoning_tags.match(buf, at)
+            if found is not None:
+                break
+            at = buf.find("<", at + 1)  # not a tag: text, written in one piece with the rest
+        if found is None:
             self._think(buf[pos:])
             return len(buf)
         self._think(buf[pos:at])
-        found = self._reasoning_tags.match(buf, at)
         if isinstance(found, NeedMore):
             return at
-        if found is None:
-            self._think("<")
-            return at + 1
         kind, end = found
         if kind is Tag.THINK_CLOSE:
             self._boundary()

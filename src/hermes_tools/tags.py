@@ -82,21 +82,26 @@ K = TypeVar("K")
 class TagMatcher(Generic[K]):
     """Maps tag texts to the kind of thing each one means to whoever reads them."""
 
-    __slots__ = ("_tags",)
+    __slots__ = ("_cut_offs", "_kinds", "_longest", "_pattern", "_tags")
 
     def __init__(self, tags: Mapping[str, K]) -> None:
         self._tags = sorted(tags.items(), key=lambda item: -len(item[0]))
+        self._kinds = dict(tags)
+        # Longest first, so a tag is never taken for a shorter one it starts with.
+        alternatives = "|".join(re.escape(tag) for tag, _ in self._tags)
+        self._pattern = re.compile(alternatives or "(?!)")
+        self._cut_offs = frozenset(tag[:n] for tag in tags for n in range(len(tag)))
+        self._longest = max(map(len, tags), default=0)
 
     def match(self, text: str, pos: int) -> tuple[K, int] | NeedMore | None:
         """At `text[pos] == "<"`: the kind and end of the tag there, NEED_MORE when the text
         ends on what could still be a tag, or None when no tag starts here."""
-        need_more = False
-        for tag, kind in self._tags:
-            if text.startswith(tag, pos):
-                return kind, pos + len(tag)
-            if cut_off(text, pos, tag):
-                need_more = True
-        return NEED_MORE if need_more else None
+        found = self._pattern.match(text, pos)
+        if found is not None:
+            return self._kinds[found.group()], found.end()
+        if len(text) - pos < self._longest and text[pos:] in self._cut_offs:
+            return NEED_MORE
+        return None
 
     def kind_prefixed_by(self, text: str) -> K | None:
         """The kind of the tag that `text` (a cut-off tail) was the start of, if any."""
