@@ -75,6 +75,7 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_calls import JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
@@ -86,7 +87,7 @@ from hermes_tools.trust import QuotedCalls
 from hermes_tools.xml_calls import XmlCallReader
 
 
-class State(enum.Enum):
+class State(IdentityEnum):
     CONTENT = enum.auto()
     REASONING = enum.auto()
     THINK_LATE = enum.auto()
