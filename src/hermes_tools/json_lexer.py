@@ -192,24 +192,36 @@ class JsonLexer:
 
     def string_run(self, text: str) -> bool:
         """The fast path of `feed` for text that lies wholly inside a double-quoted string
-        value (escapes included, none cut off): report it as one chunk and return True; False,
-        with nothing done, when `text` might end the string or the lexer is anywhere else."""
+        value, with JSON's two-character escapes (one may be cut by either end of `text`):
+        report it as one chunk and return True; False, with nothing done, when `text` might
+        end the string or holds anything else, or the lexer is anywhere else."""
         if (
             self._quote != '"'
             or self._in_key
-            or self._escape
             or self._high_surrogate
             or self._halted
             or self.error is not None
+            or not text
         ):
             return False
-        if "\\" in text:
-            if _STRING_BODY.fullmatch(text) is None:
+        escape = self._escape
+        if escape:
+            if escape != "\\":  # a `\u` escape
                 return False
-            text = scanstring(text + '"', 0, False)[0]
+            text = escape + text
+        if "\\" in text:
+            body = _STRING_BODY.match(text)
+            assert body is not None  # it matches the empty string
+            end = body.end()
+            cut = end == len(text) - 1 and text[end] == "\\"
+            if end < len(text) and not cut:
+                return False
+            self._escape = "\\" if cut else ""
+            text = scanstring(text[:end] + '"', 0, False)[0]
         elif '"' in text:
             return False
-        self._sink.string_chunk(text)
+        if text:
+            self._sink.string_chunk(text)
         return True
 
     def finish_word(self) -> None:
