@@ -28,10 +28,6 @@ def pairs_joined(value: Any) -> Any:
     return value
 
 
-def _string_body(text: str) -> str:
-    return encode_basestring(text)[1:-1]  # as json.dumps(text, ensure_ascii=False) writes it
-
-
 class CanonicalWriter:
     """A `TokenSink` writing one value; `complete` once that value has closed."""
 
@@ -98,7 +94,7 @@ class CanonicalWriter:
         self._parts.append(self._separator() + '"')
 
     def string_chunk(self, text: str) -> None:
-        self._parts.append(_string_body(text))
+        self._parts.append(encode_basestring(text)[1:-1])  # as json.dumps writes it
 
     def end_string(self) -> None:
         self._parts.append('"')

@@ -137,6 +137,8 @@ def new_call_id() -> str:
 
 @dataclass(slots=True)
 class _Tentative:
+    """Text held back with its events until it is known whether it was a call."""
+
     channel: TextChannel
     pending: str  # the channel's whitespace before it
     first_index: int
@@ -229,13 +231,13 @@ class StreamParser:
             raise WrongTypeError(
                 f"feed() takes str, not {type(text).__name__}; decode bytes first."
             )
+        reader = self._reader
         if (
-            self._state is State.BLOCK
-            and self._tentative is None
-            and text
+            reader is not None
+            and self._state is State.BLOCK
             and not self._held
-            and self._reader is not None
-            and self._reader.string_run(text)
+            and self._tentative is None
+            and reader.string_run(text)
         ):
             return self._take_events()
         buf = self._held + text if self._held else text
@@ -284,7 +286,11 @@ class StreamParser:
         return index, call_id
 
     def call_args(self, index: int, text: str) -> None:
-        self._emit(ToolCallArgsDelta(index, text))
+        # The most frequent event (one per feed inside an argument): `_emit` written out.
+        if self._tentative is None:
+            self._release(ToolCallArgsDelta(index, text))
+        else:
+            self._tentative.events.append(ToolCallArgsDelta(index, text))
 
     def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None:
         self._emit(ToolCallEnd(index, call))
