@@ -346,7 +346,10 @@ class StreamParser:
             return
         settled = self._content.write(text)
         if settled:
-            self._release(TextDelta(settled))
+            if self._out and type(self._out[-1]) is TextDelta:
+                self._merging.append(settled)  # what `_release` would do, without an event
+            else:
+                self._release(TextDelta(settled))
         newline = text.rfind("\n")
         tail = text[newline + 1 :] if newline >= 0 else text
         self._line_start = (newline >= 0 or self._line_start) and not tail.strip(" \t")
@@ -356,7 +359,10 @@ class StreamParser:
     def _think(self, text: str) -> None:
         settled = self._reasoning.write(text) if text else ""
         if settled:
-            self._release(ReasoningDelta(settled))
+            if self._out and type(self._out[-1]) is ReasoningDelta:
+                self._merging.append(settled)
+            else:
+                self._release(ReasoningDelta(settled))
 
     def _boundary(self) -> None:
         """Markup was removed here: the whitespace next to it was layout."""
