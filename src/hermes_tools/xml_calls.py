@@ -290,6 +290,20 @@ class XmlCallReader(CallReader[_State]):
 
     # -- inside a value -------------------------------------------------------------------
 
+    def string_run(self, text: str) -> bool:
+        # Where no `<` starts a tag (nor may start one), all of `text` is value: what `_value`
+        # would do, without the driver.
+        if self._state is not _State.VALUE or self.stopped:
+            return False
+        lt = text.find("<")
+        while lt >= 0:
+            if self._value_tags.match(text, lt) is not None:
+                return False
+            lt = text.find("<", lt + 1)
+        self._value_text(text)
+        self._raw.add(text)
+        return True
+
     def _value(self, text: str, pos: int) -> int:
         while pos < len(text):
             lt = text.find("<", pos)
