@@ -33,8 +33,6 @@ _ESCAPED_RUN = {
     '"': re.compile(r'\\[\\/"bfnrt](?:[^"\\]|\\[\\/"bfnrt])*'),
     "'": re.compile(r"\\[\\/'bfnrt](?:[^'\\]|\\[\\/'bfnrt])*"),
 }
-# The inside of a double-quoted string holding only complete two-character escapes.
-_STRING_BODY = re.compile(r'[^"\\]*(?:\\[\\/"bfnrt][^"\\]*)*')
 _ESCAPE_PAIR = re.compile(r"\\(.)", re.S)
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _WORD = re.compile(r"[A-Za-z0-9_+\-.$]*")
@@ -210,14 +208,19 @@ class JsonLexer:
                 return False
             text = escape + text
         if "\\" in text:
-            body = _STRING_BODY.match(text)
-            assert body is not None  # it matches the empty string
-            end = body.end()
-            cut = end == len(text) - 1 and text[end] == "\\"
-            if end < len(text) and not cut:
+            # An odd run of backslashes at the end: the last one starts an escape cut off here.
+            cut = text[-1] == "\\" and (len(text) - len(text.rstrip("\\"))) % 2 == 1
+            body = text[:-1] if cut else text
+            if "\\u" in body:
+                return False  # `\u` escapes (surrogates) are the step-by-step path's
+            try:
+                decoded, end = scanstring(body + '"', 0, False)
+            except ValueError:  # an escape JSON does not have
+                return False
+            if end != len(body) + 1:  # a quote ends the string inside `text`
                 return False
             self._escape = "\\" if cut else ""
-            text = scanstring(text[:end] + '"', 0, False)[0]
+            text = decoded
         elif '"' in text:
             return False
         if text:
