@@ -112,7 +112,8 @@ TOOL_CALL_START = Block("<|tool_call_start|>", "<|tool_call_end|>")  # LFM2
 _FIXED_BLOCKS = (FUNCTION_CALL, PYTHON_TAG, PYTHON_START, TOOL_CALL_START)
 
 _CONTENT_STOPS = re.compile(r"[<`{\[]")
-_CODE_STOPS = {"inline": re.compile(r"[`\n<]"), "fence": re.compile(r"[\n<]")}
+_INLINE_STOPS = re.compile(r"[`\n<]")
+_FENCE_STOPS = re.compile(r"[\n<]")
 _TICKS = re.compile(r"`*")
 _WHITESPACE = re.compile(r"\s*")
 _LINE_INDENT = re.compile(r"[ \t]*")
@@ -490,16 +491,24 @@ class StreamParser:
         self._fence_counting = False
         self._state = State.FENCE
 
-    def _code_tag(self, buf: str, at: int) -> int | None:
-        """At a `<` in code: an end token still ends the reply; any other tag is text. The
-        position to go on from, or None to hold the tail."""
+    def _code_stop(self, stops: re.Pattern[str], buf: str, pos: int) -> int:
+        """The next of `stops` in code from `pos`, or -1. A `<` is one only where an end token
+        starts or may start (it still ends the reply); any other tag in code is text, written
+        in one piece with the text around it."""
+        while True:
+            stop = stops.search(buf, pos)
+            if stop is None:
+                return -1
+            at = stop.start()
+            if buf[at] != "<" or self._end_tokens.match(buf, at) is not None:
+                return at
+            pos = at + 1
+
+    def _end_token_in_code(self, buf: str, at: int) -> int:
         found = self._end_tokens.match(buf, at)
-        if isinstance(found, NeedMore):
-            return None
-        if found is not None:
+        if isinstance(found, tuple):
             return self._end_of_turn(found[1])
-        self._text("<")
-        return at + 1
+        return at  # the tail may still be an end token: held
 
     def _in_inline(self, buf: str, pos: int) -> int:
         if self._tick_run:  # a run of backticks went on to the end of the last feed
@@ -515,23 +524,18 @@ class StreamParser:
                 return end
             pos = end
         while True:
-            stop = _CODE_STOPS["inline"].search(buf, pos)
-            if stop is None:
+            at = self._code_stop(_INLINE_STOPS, buf, pos)
+            if at < 0:
                 self._text(buf[pos:])
                 return len(buf)
-            at = stop.start()
-            self._text(buf[pos:at])
             ch = buf[at]
             if ch == "\n":
-                self._text("\n")
+                self._text(buf[pos : at + 1])
                 self._state = State.CONTENT
                 return at + 1
+            self._text(buf[pos:at])
             if ch == "<":
-                after = self._code_tag(buf, at)
-                if after is None or self._state is not State.INLINE:
-                    return at if after is None else after
-                pos = after
-                continue
+                return self._end_token_in_code(buf, at)
             end = _run_end(buf, at)
             self._text(buf[at:end])
             if end == len(buf):
@@ -565,21 +569,16 @@ class StreamParser:
                 self._state = State.CONTENT
                 return end
             pos = end
-        while True:
-            stop = _CODE_STOPS["fence"].search(buf, pos)
-            if stop is None:
-                self._text(buf[pos:])
-                return len(buf)
-            at = stop.start()
-            self._text(buf[pos:at])
-            if buf[at] == "\n":
-                self._text("\n")
-                self._fence_line_start = True
-                return at + 1
-            after = self._code_tag(buf, at)
-            if after is None or self._state is not State.FENCE:
-                return at if after is None else after
-            pos = after
+        at = self._code_stop(_FENCE_STOPS, buf, pos)
+        if at < 0:
+            self._text(buf[pos:])
+            return len(buf)
+        if buf[at] == "\n":
+            self._text(buf[pos : at + 1])
+            self._fence_line_start = True
+            return at + 1
+        self._text(buf[pos:at])
+        return self._end_token_in_code(buf, at)
 
     # -- REASONING --------------------------------------------------------------------------
 
