@@ -232,14 +232,7 @@ class StreamParser:
             raise WrongTypeError(
                 f"feed() takes str, not {type(text).__name__}; decode bytes first."
             )
-        reader = self._reader
-        if (
-            reader is not None
-            and self._state is State.BLOCK
-            and not self._held
-            and self._tentative is None
-            and reader.string_run(text)
-        ):
+        if not self._held and self._tentative is None and self._in_one_run(text):
             return self._take_events()
         buf = self._held + text if self._held else text
         self._held = ""
@@ -256,6 +249,25 @@ class StreamParser:
             pos = new_pos
         self._held = buf[pos:]
         return self._take_events()
+
+    def _in_one_run(self, text: str) -> bool:
+        """The fast path of `feed`: text that lies wholly inside one run (an argument's
+        string, prose, reasoning) is taken in one step, without the state loop. False, with
+        nothing done, for anything else."""
+        state = self._state
+        if state is State.BLOCK:
+            return self._reader is not None and self._reader.string_run(text)
+        if state is State.CONTENT:
+            if _CONTENT_STOPS.search(text) is not None:
+                return False
+            self._text(text)
+            return True
+        if state is State.REASONING:
+            if "<" in text:
+                return False
+            self._think(text)
+            return True
+        return False
 
     def close(self) -> list[Event]:
         if self._closed:
