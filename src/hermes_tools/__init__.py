@@ -6,7 +6,9 @@ the native tools API on any endpoint.
 
 The endpoint layer (`wrap` and the wrapped clients) is imported on first use: it brings in
 `openai` and pydantic, which cost far more than the parser itself, so `import hermes_tools`
-stays light for code that only parses or formats.
+stays light for code that only parses or formats. The format layer (`HermesFormat`,
+`legacy_template`: prompts and conversation rendering) is imported on first use too, so that
+code that only parses loads the parser alone.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -31,28 +33,36 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.format import HermesFormat
-from hermes_tools.prompt import legacy_template
 from hermes_tools.stream_parser import ParserClosedError, StreamParser, parse
 
 if TYPE_CHECKING:
     from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
+    from hermes_tools.format import HermesFormat
+    from hermes_tools.prompt import legacy_template
 
-_ENDPOINT_LAYER = frozenset({"AsyncHermesOpenAI", "HermesOpenAI", "wrap"})
+# Names imported on first use, and the module each comes from.
+_LAZY = {
+    "AsyncHermesOpenAI": "hermes_tools.client",
+    "HermesOpenAI": "hermes_tools.client",
+    "wrap": "hermes_tools.client",
+    "HermesFormat": "hermes_tools.format",
+    "legacy_template": "hermes_tools.prompt",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _ENDPOINT_LAYER:
-        import hermes_tools.client
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_tools' has no attribute {name!r}")
+    import importlib
 
-        value = getattr(hermes_tools.client, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hermes_tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _ENDPOINT_LAYER)
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

@@ -73,6 +73,11 @@ class CallReader(Generic[S]):
         self._fed()
         return pos
 
+    def string_run(self, text: str) -> bool:
+        """The fast path of `feed` for a whole feed inside a string value (a long argument):
+        take all of `text` and return True, or do nothing and return False."""
+        return False
+
     def _fed(self) -> None:
         """After each feed (a reader may release text no call needs any more)."""
 

@@ -74,6 +74,8 @@ class ToolCallArgsDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallEnd:
+    """A call ends: `call` is what it settled into, valid or not."""
+
     index: int
     call: ToolCall | InvalidToolCall
 

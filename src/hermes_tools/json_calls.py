@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from hermes_tools.call_reader import Block, CallReader
+from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
@@ -47,7 +48,7 @@ _LAYOUT = re.compile(r"[\s,\[\]`]*")  # a fence's info word left at the end is n
 _FENCE_CLOSE = re.compile(r"\n[ \t]*`{3,}\s*$")
 
 
-class _Field(enum.Enum):
+class _Field(IdentityEnum):
     NAME = enum.auto()
     ARGUMENTS = enum.auto()
     FUNCTION = enum.auto()
@@ -121,7 +122,7 @@ class _Call:
         self.extra_keys: list[str] = []
 
 
-class _State(enum.Enum):
+class _State(IdentityEnum):
     BETWEEN = enum.auto()  # between calls: separators, fences, tags
     VALUE = enum.auto()  # the lexer reads a value (a call object or a list of them)
     FAILED = enum.auto()  # the lexer gave up: collecting the rest of the block
@@ -181,6 +182,15 @@ class JsonCallReader(CallReader[_State]):
 
     def _fed(self) -> None:
         self._raw.release(self._keep_from())
+
+    def string_run(self, text: str) -> bool:
+        # Inside a string nothing is settled, so what `_fed` would release can wait.
+        lexer = self._lexer
+        if self._state is not _State.VALUE or lexer is None or not lexer.string_run(text):
+            return False
+        self._raw.add(text)
+        self._flush_args()
+        return True
 
     def _keep_from(self) -> int:
         """The earliest offset an invalid call may still need as raw text."""

@@ -28,19 +28,13 @@ def pairs_joined(value: Any) -> Any:
     return value
 
 
-def _string_body(text: str) -> str:
-    return encode_basestring(text)[1:-1]  # as json.dumps(text, ensure_ascii=False) writes it
-
-
 class CanonicalWriter:
     """A `TokenSink` writing one value; `complete` once that value has closed."""
 
     __slots__ = ("_after_key", "_closers", "_first", "_parts", "complete")
 
     def __init__(self) -> None:
-        # Written and not yet taken: the taker keeps what it took, so the writer does not
-        # hold a second copy of a long argument.
-        self._parts: list[str] = []
+        self._parts: list[str] = []  # written since the last `take`
         self._closers: list[str] = []
         self._first: list[bool] = []
         self._after_key = False
@@ -48,11 +42,11 @@ class CanonicalWriter:
 
     def take(self) -> str:
         """What was written since the last `take`."""
-        if not self._parts:
+        parts = self._parts
+        if not parts:
             return ""
-        piece = "".join(self._parts)
-        self._parts.clear()
-        return piece
+        self._parts = []
+        return parts[0] if len(parts) == 1 else "".join(parts)
 
     @staticmethod
     def of(value: Any) -> str:
@@ -100,7 +94,7 @@ class CanonicalWriter:
         self._parts.append(self._separator() + '"')
 
     def string_chunk(self, text: str) -> None:
-        self._parts.append(_string_body(text))
+        self._parts.append(encode_basestring(text)[1:-1])  # as json.dumps writes it
 
     def end_string(self) -> None:
         self._parts.append('"')

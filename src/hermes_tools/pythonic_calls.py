@@ -23,6 +23,7 @@ import enum
 import re
 
 from hermes_tools.call_reader import Block, CallReader
+from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
@@ -40,7 +41,7 @@ _CALL_START = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*[ \t]*\(?")
 _MAX_NAME = 128
 
 
-class _State(enum.Enum):
+class _State(IdentityEnum):
     BETWEEN = enum.auto()  # before, between and after calls
     NAME = enum.auto()  # a function's name
     OPEN = enum.auto()  # after the name: `(`

@@ -75,6 +75,7 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_calls import JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
@@ -86,7 +87,7 @@ from hermes_tools.trust import QuotedCalls
 from hermes_tools.xml_calls import XmlCallReader
 
 
-class State(enum.Enum):
+class State(IdentityEnum):
     CONTENT = enum.auto()
     REASONING = enum.auto()
     THINK_LATE = enum.auto()
@@ -111,7 +112,8 @@ TOOL_CALL_START = Block("<|tool_call_start|>", "<|tool_call_end|>")  # LFM2
 _FIXED_BLOCKS = (FUNCTION_CALL, PYTHON_TAG, PYTHON_START, TOOL_CALL_START)
 
 _CONTENT_STOPS = re.compile(r"[<`{\[]")
-_CODE_STOPS = {"inline": re.compile(r"[`\n<]"), "fence": re.compile(r"[\n<]")}
+_INLINE_STOPS = re.compile(r"[`\n<]")
+_FENCE_STOPS = re.compile(r"[\n<]")
 _TICKS = re.compile(r"`*")
 _WHITESPACE = re.compile(r"\s*")
 _LINE_INDENT = re.compile(r"[ \t]*")
@@ -122,6 +124,7 @@ _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
+_MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
 
 
 class ParserClosedError(HermesToolsError, RuntimeError):
@@ -135,6 +138,8 @@ def new_call_id() -> str:
 
 @dataclass(slots=True)
 class _Tentative:
+    """Text held back with its events until it is known whether it was a call."""
+
     channel: TextChannel
     pending: str  # the channel's whitespace before it
     first_index: int
@@ -194,7 +199,7 @@ class StreamParser:
         self._held = ""
         self._closed = False
         self._out: list[Event] = []
-        self._fragments: list[str] = []  # texts of the last event in _out, still merging
+        self._merging: list[str] = []  # texts that follow the last event in _out, merged
         self._next_index = 0
         self._tool_calls: list[ToolCall] = []
         self._invalid_calls: list[InvalidToolCall] = []
@@ -227,6 +232,8 @@ class StreamParser:
             raise WrongTypeError(
                 f"feed() takes str, not {type(text).__name__}; decode bytes first."
             )
+        if not self._held and self._tentative is None and self._in_one_run(text):
+            return self._take_events()
         buf = self._held + text if self._held else text
         self._held = ""
         pos = 0
@@ -242,6 +249,25 @@ class StreamParser:
             pos = new_pos
         self._held = buf[pos:]
         return self._take_events()
+
+    def _in_one_run(self, text: str) -> bool:
+        """The fast path of `feed`: text that lies wholly inside one run (an argument's
+        string, prose, reasoning) is taken in one step, without the state loop. False, with
+        nothing done, for anything else."""
+        state = self._state
+        if state is State.BLOCK:
+            return self._reader is not None and self._reader.string_run(text)
+        if state is State.CONTENT:
+            if _CONTENT_STOPS.search(text) is not None:
+                return False
+            self._text(text)
+            return True
+        if state is State.REASONING:
+            if "<" in text:
+                return False
+            self._think(text)
+            return True
+        return False
 
     def close(self) -> list[Event]:
         if self._closed:
@@ -273,7 +299,11 @@ class StreamParser:
         return index, call_id
 
     def call_args(self, index: int, text: str) -> None:
-        self._emit(ToolCallArgsDelta(index, text))
+        # The most frequent event (one per feed inside an argument): `_emit` written out.
+        if self._tentative is None:
+            self._release(ToolCallArgsDelta(index, text))
+        else:
+            self._tentative.events.append(ToolCallArgsDelta(index, text))
 
     def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None:
         self._emit(ToolCallEnd(index, call))
@@ -287,41 +317,39 @@ class StreamParser:
         self._release(event)
 
     def _release(self, event: Event) -> None:
-        # Fragments settled by the same feed merge into one event (fewer, larger events
-        # downstream); their texts are joined once, when the merged event is complete.
-        if self._merging(event):
-            self._fragments.append(event.text)  # type: ignore[union-attr]
-            return
-        self._settle_fragments()
-        self._out.append(event)
-        if isinstance(event, (TextDelta, ReasoningDelta, ToolCallArgsDelta)):
-            self._fragments = [event.text]
-        if isinstance(event, ToolCallEnd):
-            if isinstance(event.call, ToolCall):
-                self._tool_calls.append(event.call)
+        # Deltas settled by the same feed merge into one event (fewer, larger events
+        # downstream); their texts are joined once, when the feed ends or another event comes.
+        out = self._out
+        kind = type(event)
+        if out and kind in _MERGED and type(out[-1]) is kind:
+            last = out[-1]
+            if kind is not ToolCallArgsDelta or last.index == event.index:  # type: ignore[union-attr]
+                self._merging.append(event.text)  # type: ignore[union-attr]
+                return
+        if self._merging:
+            self._settle_merging()
+        out.append(event)
+        if kind is ToolCallEnd:
+            call = event.call  # type: ignore[union-attr]
+            if isinstance(call, ToolCall):
+                self._tool_calls.append(call)
             else:
-                self._invalid_calls.append(event.call)
+                self._invalid_calls.append(call)
 
-    def _merging(self, event: Event) -> bool:
-        if not self._fragments or type(self._out[-1]) is not type(event):
-            return False
+    def _settle_merging(self) -> None:
         last = self._out[-1]
-        return not isinstance(last, ToolCallArgsDelta) or last.index == event.index  # type: ignore[union-attr]
-
-    def _settle_fragments(self) -> None:
-        if len(self._fragments) > 1:
-            last = self._out[-1]
-            text = "".join(self._fragments)
-            if isinstance(last, ToolCallArgsDelta):
-                self._out[-1] = ToolCallArgsDelta(last.index, text)
-            elif isinstance(last, ReasoningDelta):
-                self._out[-1] = ReasoningDelta(text)
-            else:
-                self._out[-1] = TextDelta(text)
-        self._fragments = []
+        text = last.text + "".join(self._merging)  # type: ignore[union-attr]
+        self._merging = []
+        if isinstance(last, ToolCallArgsDelta):
+            self._out[-1] = ToolCallArgsDelta(last.index, text)
+        elif isinstance(last, ReasoningDelta):
+            self._out[-1] = ReasoningDelta(text)
+        else:
+            self._out[-1] = TextDelta(text)
 
     def _take_events(self) -> list[Event]:
-        self._settle_fragments()
+        if self._merging:
+            self._settle_merging()
         events, self._out = self._out, []
         return events
 
@@ -331,7 +359,10 @@ class StreamParser:
             return
         settled = self._content.write(text)
         if settled:
-            self._release(TextDelta(settled))
+            if self._out and type(self._out[-1]) is TextDelta:
+                self._merging.append(settled)  # what `_release` would do, without an event
+            else:
+                self._release(TextDelta(settled))
         newline = text.rfind("\n")
         tail = text[newline + 1 :] if newline >= 0 else text
         self._line_start = (newline >= 0 or self._line_start) and not tail.strip(" \t")
@@ -341,7 +372,10 @@ class StreamParser:
     def _think(self, text: str) -> None:
         settled = self._reasoning.write(text) if text else ""
         if settled:
-            self._release(ReasoningDelta(settled))
+            if self._out and type(self._out[-1]) is ReasoningDelta:
+                self._merging.append(settled)
+            else:
+                self._release(ReasoningDelta(settled))
 
     def _boundary(self) -> None:
         """Markup was removed here: the whitespace next to it was layout."""
@@ -352,13 +386,22 @@ class StreamParser:
     # -- CONTENT ----------------------------------------------------------------------------
 
     def _in_content(self, buf: str, pos: int) -> int:
-        match = _CONTENT_STOPS.search(buf, pos)
-        if match is None:
-            self._text(buf[pos:])
-            return len(buf)
-        at = match.start()
+        # A `<` that starts no tag is text: the scan goes on, and the text is written once.
+        scan = pos
+        while True:
+            match = _CONTENT_STOPS.search(buf, scan)
+            if match is None:
+                self._text(buf[pos:])
+                return len(buf)
+            at = match.start()
+            ch = buf[at]
+            if ch != "<":
+                break
+            found = self._content_tags.match(buf, at)
+            if found is not None:
+                break
+            scan = at + 1
         self._text(buf[pos:at])
-        ch = buf[at]
         if ch == "`":
             self._tick_run = 0
             self._ticks_at_line_start = self._line_start
@@ -366,12 +409,9 @@ class StreamParser:
             return at
         if ch == "{" or ch == "[":
             return self._maybe_tagless(buf, at)
-        found = self._content_tags.match(buf, at)
         if isinstance(found, NeedMore):
             return at
-        if found is None:
-            self._text("<")
-            return at + 1
+        assert found is not None  # the scan stopped at a tag
         kind, end = found
         if kind is Tag.BLOCK_OPEN:
             self._boundary()
@@ -463,16 +503,24 @@ class StreamParser:
         self._fence_counting = False
         self._state = State.FENCE
 
-    def _code_tag(self, buf: str, at: int) -> int | None:
-        """At a `<` in code: an end token still ends the reply; any other tag is text. The
-        position to go on from, or None to hold the tail."""
+    def _code_stop(self, stops: re.Pattern[str], buf: str, pos: int) -> int:
+        """The next of `stops` in code from `pos`, or -1. A `<` is one only where an end token
+        starts or may start (it still ends the reply); any other tag in code is text, written
+        in one piece with the text around it."""
+        while True:
+            stop = stops.search(buf, pos)
+            if stop is None:
+                return -1
+            at = stop.start()
+            if buf[at] != "<" or self._end_tokens.match(buf, at) is not None:
+                return at
+            pos = at + 1
+
+    def _end_token_in_code(self, buf: str, at: int) -> int:
         found = self._end_tokens.match(buf, at)
-        if isinstance(found, NeedMore):
-            return None
-        if found is not None:
+        if isinstance(found, tuple):
             return self._end_of_turn(found[1])
-        self._text("<")
-        return at + 1
+        return at  # the tail may still be an end token: held
 
     def _in_inline(self, buf: str, pos: int) -> int:
         if self._tick_run:  # a run of backticks went on to the end of the last feed
@@ -488,23 +536,18 @@ class StreamParser:
                 return end
             pos = end
         while True:
-            stop = _CODE_STOPS["inline"].search(buf, pos)
-            if stop is None:
+            at = self._code_stop(_INLINE_STOPS, buf, pos)
+            if at < 0:
                 self._text(buf[pos:])
                 return len(buf)
-            at = stop.start()
-            self._text(buf[pos:at])
             ch = buf[at]
             if ch == "\n":
-                self._text("\n")
+                self._text(buf[pos : at + 1])
                 self._state = State.CONTENT
                 return at + 1
+            self._text(buf[pos:at])
             if ch == "<":
-                after = self._code_tag(buf, at)
-                if after is None or self._state is not State.INLINE:
-                    return at if after is None else after
-                pos = after
-                continue
+                return self._end_token_in_code(buf, at)
             end = _run_end(buf, at)
             self._text(buf[at:end])
             if end == len(buf):
@@ -538,36 +581,33 @@ class StreamParser:
                 self._state = State.CONTENT
                 return end
             pos = end
-        while True:
-            stop = _CODE_STOPS["fence"].search(buf, pos)
-            if stop is None:
-                self._text(buf[pos:])
-                return len(buf)
-            at = stop.start()
-            self._text(buf[pos:at])
-            if buf[at] == "\n":
-                self._text("\n")
-                self._fence_line_start = True
-                return at + 1
-            after = self._code_tag(buf, at)
-            if after is None or self._state is not State.FENCE:
-                return at if after is None else after
-            pos = after
+        at = self._code_stop(_FENCE_STOPS, buf, pos)
+        if at < 0:
+            self._text(buf[pos:])
+            return len(buf)
+        if buf[at] == "\n":
+            self._text(buf[pos : at + 1])
+            self._fence_line_start = True
+            return at + 1
+        self._text(buf[pos:at])
+        return self._end_token_in_code(buf, at)
 
     # -- REASONING --------------------------------------------------------------------------
 
     def _in_reasoning(self, buf: str, pos: int) -> int:
         at = buf.find("<", pos)
-        if at < 0:
+        found = None
+        while at >= 0:
+            found = self._reasoning_tags.match(buf, at)
+            if found is not None:
+                break
+            at = buf.find("<", at + 1)  # not a tag: text, written in one piece with the rest
+        if found is None:
             self._think(buf[pos:])
             return len(buf)
         self._think(buf[pos:at])
-        found = self._reasoning_tags.match(buf, at)
         if isinstance(found, NeedMore):
             return at
-        if found is None:
-            self._think("<")
-            return at + 1
         kind, end = found
         if kind is Tag.THINK_CLOSE:
             self._boundary()

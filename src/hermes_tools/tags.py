@@ -10,9 +10,10 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from hermes_tools.errors import FormatOptionError
+from hermes_tools.identity_enum import IdentityEnum
 
 # End-of-turn tokens some servers leave in the text: the reply ends there.
 END_TOKENS: Final = (
@@ -27,7 +28,7 @@ END_TOKENS: Final = (
 )
 
 
-class Tag(enum.Enum):
+class Tag(IdentityEnum):
     """What a tag means to the stream parser."""
 
     THINK_OPEN = enum.auto()
@@ -39,7 +40,7 @@ class Tag(enum.Enum):
 
 
 @enum.unique
-class BlockEnd(enum.Enum):
+class BlockEnd(IdentityEnum):
     """Tags a call reader stops at."""
 
     CLOSE = enum.auto()  # the block's closing tag
@@ -79,24 +80,42 @@ NEED_MORE: Final = NeedMore()
 K = TypeVar("K")
 
 
+_Compiled = tuple[list[tuple[str, Any]], dict[str, Any], re.Pattern[str], frozenset[str], int]
+# Readers are made per call block, always with the same few tag sets: each set is compiled once.
+_COMPILED: dict[tuple[tuple[str, Any], ...], _Compiled] = {}
+
+
+def _compile(tags: Mapping[str, Any]) -> _Compiled:
+    ordered = sorted(tags.items(), key=lambda item: -len(item[0]))
+    # Longest first, so a tag is never taken for a shorter one it starts with.
+    pattern = re.compile("|".join(re.escape(tag) for tag, _ in ordered) or "(?!)")
+    cut_offs = frozenset(tag[:n] for tag in tags for n in range(len(tag)))
+    return ordered, dict(tags), pattern, cut_offs, max(map(len, tags), default=0)
+
+
 class TagMatcher(Generic[K]):
     """Maps tag texts to the kind of thing each one means to whoever reads them."""
 
-    __slots__ = ("_tags",)
+    __slots__ = ("_cut_offs", "_kinds", "_longest", "_pattern", "_tags")
 
     def __init__(self, tags: Mapping[str, K]) -> None:
-        self._tags = sorted(tags.items(), key=lambda item: -len(item[0]))
+        key = tuple(tags.items())
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = _COMPILED[key] = _compile(tags)
+        ordered, kinds, self._pattern, self._cut_offs, self._longest = compiled
+        self._tags: list[tuple[str, K]] = ordered
+        self._kinds: dict[str, K] = kinds
 
     def match(self, text: str, pos: int) -> tuple[K, int] | NeedMore | None:
         """At `text[pos] == "<"`: the kind and end of the tag there, NEED_MORE when the text
         ends on what could still be a tag, or None when no tag starts here."""
-        need_more = False
-        for tag, kind in self._tags:
-            if text.startswith(tag, pos):
-                return kind, pos + len(tag)
-            if cut_off(text, pos, tag):
-                need_more = True
-        return NEED_MORE if need_more else None
+        found = self._pattern.match(text, pos)
+        if found is not None:
+            return self._kinds[found.group()], found.end()
+        if len(text) - pos < self._longest and text[pos:] in self._cut_offs:
+            return NEED_MORE
+        return None
 
     def kind_prefixed_by(self, text: str) -> K | None:
         """The kind of the tag that `text` (a cut-off tail) was the start of, if any."""

@@ -21,12 +21,23 @@ while it grows.
 
 from __future__ import annotations
 
+_JOINED = 256
+
 
 class TextChannel:
-    __slots__ = ("_after_boundary", "_dropped", "_pending", "_separator", "parts", "started")
+    __slots__ = (
+        "_after_boundary",
+        "_dropped",
+        "_loose",
+        "_pending",
+        "_separator",
+        "parts",
+        "started",
+    )
 
     def __init__(self) -> None:
-        self.parts: list[str] = []  # the settled text
+        self.parts: list[str] = []  # the settled text, in pieces
+        self._loose = 0  # pieces at the end of `parts` not joined yet
         self.started = False  # text other than whitespace was written
         self._pending: list[str] = []  # a run of whitespace not settled yet
         self._after_boundary = False  # the pending run began right after removed markup
@@ -35,6 +46,15 @@ class TextChannel:
 
     def write(self, text: str) -> str:
         """The part of `text` that is settled now ("" while only whitespace is pending)."""
+        if not (self._pending or self._after_boundary or self._separator):
+            # Nothing held: the text settles up to its trailing whitespace.
+            body = text.rstrip()
+            if body:
+                if len(body) < len(text):
+                    self._pending = [text[len(body) :]]
+                self.started = True
+                self._settle(body)
+                return body
         core = text.lstrip()
         if not core:
             if text:
@@ -59,7 +79,7 @@ class TextChannel:
         self._dropped = ""
         self._after_boundary = False
         self.started = True
-        self.parts.append(body)
+        self._settle(body)
         return body
 
     def boundary(self) -> None:
@@ -97,5 +117,15 @@ class TextChannel:
         body = "".join(self._pending)
         self._pending = []
         if body:
-            self.parts.append(body)
+            self._settle(body)
         return body
+
+    def _settle(self, body: str) -> None:
+        # A long reply settles in many small pieces: every _JOINED of them become one string,
+        # so a reply keeps few objects (each character is copied once more, at most).
+        parts = self.parts
+        parts.append(body)
+        self._loose += 1
+        if self._loose == _JOINED:
+            parts[-_JOINED:] = ["".join(parts[-_JOINED:])]
+            self._loose = 0

@@ -34,6 +34,7 @@ import enum
 import re
 
 from hermes_tools.call_reader import Block, CallReader
+from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
@@ -46,7 +47,7 @@ _NAME_ATTRIBUTE = re.compile(r"""\s*name\s*=\s*["']?([^"'\s>]*)["']?\s*""")
 _MAX_HEAD = 256  # a tag head longer than this without its `>` is malformed
 
 
-class _State(enum.Enum):
+class _State(IdentityEnum):
     BETWEEN = enum.auto()  # between functions
     FUNCTION = enum.auto()  # inside a function, between parameters
     VALUE = enum.auto()  # inside a parameter's value
@@ -55,7 +56,7 @@ class _State(enum.Enum):
     PENDING = enum.auto()  # after a closing tag inside a value: is it one?
 
 
-class _Tag(enum.Enum):
+class _Tag(IdentityEnum):
     FUNCTION = enum.auto()  # `<function=`
     FUNCTION_NAMED = enum.auto()  # `<function name="...">`
     PARAMETER = enum.auto()  # `<parameter=`
@@ -288,6 +289,20 @@ class XmlCallReader(CallReader[_State]):
         return self._start_skip("the arguments are not valid JSON: unexpected '<'", pos)
 
     # -- inside a value -------------------------------------------------------------------
+
+    def string_run(self, text: str) -> bool:
+        # Where no `<` starts a tag (nor may start one), all of `text` is value: what `_value`
+        # would do, without the driver.
+        if self._state is not _State.VALUE or self.stopped:
+            return False
+        lt = text.find("<")
+        while lt >= 0:
+            if self._value_tags.match(text, lt) is not None:
+                return False
+            lt = text.find("<", lt + 1)
+        self._value_text(text)
+        self._raw.add(text)
+        return True
 
     def _value(self, text: str, pos: int) -> int:
         while pos < len(text):
