@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+_JOINED = 256
+
 
 class BlockText:
     """Text a reader consumed, addressable by absolute offsets within the block.
@@ -14,13 +16,14 @@ class BlockText:
     calls costs time and memory in proportion to its length.
     """
 
-    __slots__ = ("_blank", "_feed", "_feed_start", "_length", "_pieces", "_starts")
+    __slots__ = ("_blank", "_feed", "_feed_start", "_length", "_loose", "_pieces", "_starts")
 
     def __init__(self) -> None:
         self._pieces: list[str] = []
         self._starts: list[int] = []  # absolute offset of each stored piece
         self._length = 0  # characters stored so far, released ones included
         self._blank = True  # everything stored so far is whitespace
+        self._loose = 0  # pieces at the end not joined yet
         self._feed = ""
         self._feed_start = 0
 
@@ -42,6 +45,18 @@ class BlockText:
             self._length += len(piece)
             if self._blank and piece.strip():
                 self._blank = False
+            self._loose += 1
+            if self._loose == _JOINED:
+                self._join_loose()
+
+    def _join_loose(self) -> None:
+        # A long call arrives in many small feeds: every _JOINED pieces become one string,
+        # so it is kept in few objects (each character is copied once more, at most).
+        n = min(self._loose, len(self._pieces))
+        self._loose = 0
+        if n > 1:
+            self._pieces[-n:] = ["".join(self._pieces[-n:])]
+            self._starts[-n:] = [self._starts[-n]]
 
     def release(self, before: int) -> None:
         """Text before the absolute offset `before` will not be sliced again."""

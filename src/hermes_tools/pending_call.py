@@ -17,6 +17,7 @@ from hermes_tools.json_limits import ArgumentsProblem, decode_arguments
 from hermes_tools.tools import Toolbox, is_tool_name
 
 TRUNCATED = "the output ended before the call was complete (truncated)"
+_JOINED = 256
 
 
 class CallEmitter(Protocol):
@@ -43,6 +44,7 @@ class PendingCall:
         "_buffer",
         "_emitted",
         "_emitter",
+        "_loose",
         "_replay",
         "_toolbox",
         "error",
@@ -60,6 +62,7 @@ class PendingCall:
         self.error: str | None = None
         self._buffer: list[str] = []  # argument text written before the start
         self._emitted: list[str] = []  # argument text already sent as deltas
+        self._loose = 0  # deltas at the end of _emitted not joined yet
         self._replay: str | None = None
 
     @property
@@ -96,6 +99,10 @@ class PendingCall:
             self._buffer.append(text)
         else:
             self._emitted.append(text)
+            self._loose += 1
+            if self._loose == _JOINED:  # a long argument: kept in few strings
+                self._emitted[-_JOINED:] = ["".join(self._emitted[-_JOINED:])]
+                self._loose = 0
             self._emitter.call_args(self.index, text)
 
     def args_written(self) -> bool:

@@ -125,6 +125,7 @@ _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
 _MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
+_JOINED = 256
 
 
 class ParserClosedError(HermesToolsError, RuntimeError):
@@ -200,6 +201,7 @@ class StreamParser:
         self._closed = False
         self._out: list[Event] = []
         self._merging: list[str] = []  # texts that follow the last event in _out, merged
+        self._loose_merged = 0  # pieces at the end of _merging not joined yet
         self._next_index = 0
         self._tool_calls: list[ToolCall] = []
         self._invalid_calls: list[InvalidToolCall] = []
@@ -324,7 +326,7 @@ class StreamParser:
         if out and kind in _MERGED and type(out[-1]) is kind:
             last = out[-1]
             if kind is not ToolCallArgsDelta or last.index == event.index:  # type: ignore[union-attr]
-                self._merging.append(event.text)  # type: ignore[union-attr]
+                self._merge(event.text)  # type: ignore[union-attr]
                 return
         if self._merging:
             self._settle_merging()
@@ -336,10 +338,20 @@ class StreamParser:
             else:
                 self._invalid_calls.append(call)
 
+    def _merge(self, text: str) -> None:
+        # A whole reply fed at once merges into one event from many pieces: every _JOINED of
+        # them become one string as they come, so it is kept in few objects.
+        self._merging.append(text)
+        self._loose_merged += 1
+        if self._loose_merged == _JOINED:
+            self._merging[-_JOINED:] = ["".join(self._merging[-_JOINED:])]
+            self._loose_merged = 0
+
     def _settle_merging(self) -> None:
         last = self._out[-1]
         text = last.text + "".join(self._merging)  # type: ignore[union-attr]
         self._merging = []
+        self._loose_merged = 0
         if isinstance(last, ToolCallArgsDelta):
             self._out[-1] = ToolCallArgsDelta(last.index, text)
         elif isinstance(last, ReasoningDelta):
@@ -360,7 +372,7 @@ class StreamParser:
         settled = self._content.write(text)
         if settled:
             if self._out and type(self._out[-1]) is TextDelta:
-                self._merging.append(settled)  # what `_release` would do, without an event
+                self._merge(settled)  # what `_release` would do, without an event
             else:
                 self._release(TextDelta(settled))
         newline = text.rfind("\n")
@@ -373,7 +385,7 @@ class StreamParser:
         settled = self._reasoning.write(text) if text else ""
         if settled:
             if self._out and type(self._out[-1]) is ReasoningDelta:
-                self._merging.append(settled)
+                self._merge(settled)
             else:
                 self._release(ReasoningDelta(settled))
 
