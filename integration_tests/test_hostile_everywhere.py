@@ -131,6 +131,12 @@ CASES: dict[str, tuple[str, Expected]] = {
 IDS = list(CASES)
 
 
+def chunk_size(reply: str, size: int) -> int:
+    """`size`, or larger for the long replies: at most ~100 events a stream keeps the suite
+    fast (the SDK's cost per event dominates), and the pieces still cut every token."""
+    return max(size, len(reply) // 100 + 1)
+
+
 def parses(arguments: str) -> bool:
     try:
         json.loads(arguments)
@@ -163,7 +169,7 @@ def check_wrapped(whole: Any, streamed: dict[str, Any], expected: Expected) -> N
 def test_wrap_sync(case: str, server: ScriptedServer, openai_client: OpenAI) -> None:
     reply, expected = CASES[case]
     client = hermes_tools.wrap(openai_client, repair_attempts=0)
-    server.script(Reply(reply), Reply(reply, chunks=7))
+    server.script(Reply(reply), Reply(reply, chunks=chunk_size(reply, 7)))
     request: dict[str, Any] = {"model": "m", "messages": QUESTION, "tools": [WEATHER]}
     whole = client.chat.completions.create(**request)
     streamed = plain_accumulate(list(client.chat.completions.create(**request, stream=True)))
@@ -176,7 +182,7 @@ async def test_wrap_async(
 ) -> None:
     reply, expected = CASES[case]
     client = hermes_tools.wrap(async_openai_client, repair_attempts=0)
-    server.script(Reply(reply), Reply(reply, chunks=1))
+    server.script(Reply(reply), Reply(reply, chunks=chunk_size(reply, 1)))
     request: dict[str, Any] = {"model": "m", "messages": QUESTION, "tools": [WEATHER]}
     whole = await client.chat.completions.create(**request)
     stream = await client.chat.completions.create(**request, stream=True)
@@ -187,7 +193,7 @@ async def test_wrap_async(
 @pytest.mark.parametrize("case", IDS)
 def test_chat_hermes(case: str, server: ScriptedServer) -> None:
     reply, expected = CASES[case]
-    server.script(*[Reply(reply, chunks=5)] * 4)
+    server.script(*[Reply(reply, chunks=chunk_size(reply, 5))] * 4)
     model = ChatHermes(model="m", base_url=server.base_url, api_key="k", repair_attempts=0)
     bound = model.bind_tools([tool(get_weather)])
 
@@ -212,7 +218,7 @@ def test_chat_hermes(case: str, server: ScriptedServer) -> None:
 @pytest.mark.parametrize("case", IDS)
 def test_hermes_llm(case: str, server: ScriptedServer) -> None:
     reply, expected = CASES[case]
-    server.script(*[Reply(reply, chunks=5)] * 4)
+    server.script(*[Reply(reply, chunks=chunk_size(reply, 5))] * 4)
     llm = HermesLLM(model="m", api_base=server.base_url, api_key="k", repair_attempts=0)
     tools = [FunctionTool.from_defaults(fn=get_weather)]
     # Every call the model wrote (with parallel calls off, LlamaIndex keeps the first valid one).

@@ -5,8 +5,8 @@
 
 Prints how many inputs and parser runs it made, then every kind of finding with how many
 inputs showed it and the shortest of them (`--dump` writes every finding, one JSON line per
-input). Exit status 1 when anything was found. The CI test (`tests/test_fuzz.py`) runs the
-same grammar and oracle on a short hypothesis budget.
+input). Exit status 1 when anything was found. Ctrl-C or SIGTERM stops it and reports the batches done.
+The CI test (`tests/test_fuzz.py`) runs the same grammar and oracle on a short hypothesis budget.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import argparse
 import json
 import multiprocessing
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -57,6 +58,10 @@ def _work(job: tuple[int, int, int]) -> Result:
     return inputs, runs, kinds, shortest, dumped
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--inputs", type=int, default=60_000)
@@ -75,23 +80,36 @@ def main() -> int:
     kinds: Counter[str] = Counter()
     shortest: dict[str, list[str]] = {}
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    interrupted = False
     with multiprocessing.Pool(args.jobs) as pool:
-        for done, made, found, examples, dumped in pool.imap_unordered(_work, jobs):
-            if dump is not None:
-                for line in dumped:
-                    dump.write(json.dumps(line, ensure_ascii=True) + "\n")
-            inputs += done
-            runs += made
-            kinds.update(found)
-            for signature, texts in examples.items():
-                merged = sorted(shortest.get(signature, []) + texts, key=len)
-                shortest[signature] = merged[: args.examples]
-            print(f"\r{inputs:,} inputs, {runs:,} runs", end="", file=sys.stderr, flush=True)
+        # Set after the workers are forked: `kill -TERM`, or Ctrl-C even where a shell started
+        # it in the background (SIGINT ignored), stops the run with a report.
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            for done, made, found, examples, dumped in pool.imap_unordered(_work, jobs):
+                if dump is not None:
+                    for line in dumped:
+                        dump.write(json.dumps(line, ensure_ascii=True) + "\n")
+                    dump.flush()
+                inputs += done
+                runs += made
+                kinds.update(found)
+                for signature, texts in examples.items():
+                    merged = sorted(shortest.get(signature, []) + texts, key=len)
+                    shortest[signature] = merged[: args.examples]
+                print(f"\r{inputs:,} inputs, {runs:,} runs", end="", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:  # Ctrl-C: report the batches that are done
+            interrupted = True
+            pool.terminate()
     print(file=sys.stderr)
     if dump is not None:
         dump.close()
     seconds = time.perf_counter() - started
-    print(f"inputs: {inputs:,}  parser runs: {runs:,}  ({seconds:.0f} s, seed {args.seed})")
+    stopped = " (interrupted: the batches done)" if interrupted else ""
+    print(
+        f"inputs: {inputs:,}  parser runs: {runs:,}  ({seconds:.0f} s, seed {args.seed}){stopped}"
+    )
     print(f"inputs with findings, by kind: {len(kinds)} kinds")
     for signature, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {count:6,}  {signature}")

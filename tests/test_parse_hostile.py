@@ -247,3 +247,26 @@ def test_a_fence_word_inside_a_call_block_is_kept_when_it_is_no_language() -> No
     assert calls_as_dicts(parse_every_way(fenced, TOOLS)) == [
         {"name": "get_weather", "arguments": {"city": "Oslo"}}
     ]
+
+
+# -- open findings of the long fuzz run (30,000 inputs, seed 1): see the issue 10 note ------
+
+
+@pytest.mark.xfail(strict=True, reason="fuzz finding: a broken item hides the clean call after it")
+def test_a_clean_call_after_a_broken_item_of_the_same_list_is_read() -> None:
+    text = (
+        '<tool_call>\n[{"name": "write_file", "path": "m9x", "content": "m10x", , "m12x": 1}, '
+        '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "m13x"}}}]'
+        "\n</tool_call>"
+    )
+    result = parse_every_way(text, TOOLS)
+    assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": "m13x"}}]
+    assert len(result.invalid_tool_calls) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="fuzz finding: json-repair guesses a mangled key")
+def test_a_mangled_key_is_not_guessed() -> None:
+    # json-repair reads `m6:x': []` as the key "m6" with the value "x': []".
+    only_invalid(
+        "<tool_call>{'arguments': {'path': 'm2x', m6:x': []}, 'name': 'write_file'}</tool_call>"
+    )

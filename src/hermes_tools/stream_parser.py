@@ -279,6 +279,12 @@ class StreamParser:
         self._finish(held)
         return self._take_events()
 
+    @property
+    def after_end(self) -> str | None:
+        """What followed an end-of-turn token, as in `result()`, without building the result
+        (a streamed reply needs only this at the end, not a copy of all its text)."""
+        return None if self._after_end is None else "".join(self._after_end)
+
     def result(self) -> ParseResult:
         reasoning = "".join(self._reasoning.parts)
         return ParseResult(
@@ -286,7 +292,7 @@ class StreamParser:
             reasoning=reasoning or None,
             tool_calls=list(self._tool_calls),
             invalid_tool_calls=list(self._invalid_calls),
-            after_end=None if self._after_end is None else "".join(self._after_end),
+            after_end=self.after_end,
         )
 
     # -- CallEmitter (for the call readers) -------------------------------------------------

@@ -230,7 +230,7 @@ class ChoiceReply:
         parser, self._parser = self._parser, None
         if ask_again:
             return []
-        after_end = parser.result().after_end if parser is not None else None
+        after_end = parser.after_end if parser is not None else None
         if after_end:
             self.after_end.append(after_end)
         if self._retry and self.attempt_valid == 0:

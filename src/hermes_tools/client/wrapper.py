@@ -7,6 +7,8 @@ timeouts and exceptions are exactly the caller's.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -189,6 +191,12 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
         return session.result()
 
 
+# The longest the stream runs without letting other tasks on the loop run. A fast server's
+# events arrive buffered, and the SDK hands them out without waiting on the socket: a long
+# reply in small chunks (a model stuck repeating a character) held the loop for seconds.
+_MAX_TURN_SECONDS = 0.02
+
+
 class AsyncHermesStream:
     """Iterates `ChatCompletionChunk`s like `openai.AsyncStream`, repairs included."""
 
@@ -205,11 +213,16 @@ class AsyncHermesStream:
         self._iterator = self._chunks()
 
     async def _chunks(self) -> AsyncIterator[ChatCompletionChunk]:
+        turn_started = time.perf_counter()
         while True:
             async with self._upstream:
                 async for chunk in self._upstream:
                     for out in self._session.chunk(chunk):
                         yield out
+                    now = time.perf_counter()
+                    if now - turn_started > _MAX_TURN_SECONDS:
+                        await asyncio.sleep(0)  # let the loop's other tasks run
+                        turn_started = time.perf_counter()
             last, ask_again = self._session.stream_ended()
             for out in last:
                 yield out
