@@ -23,14 +23,18 @@ ROME = FIXED.replace("Paris", "Rome")
 
 
 def both_ways(
-    client: Any, server: ScriptedServer, replies: list[Reply | str], **request: Any
+    client: Any,
+    server: ScriptedServer,
+    replies: list[Reply | str],
+    messages: list[dict[str, Any]] = QUESTION,
+    **request: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """The same scripted attempts, answered whole and streamed."""
     server.script(*replies)
-    whole = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, **request)
+    whole = client.chat.completions.create(model="m", messages=messages, tools=TOOLS, **request)
     server.script(*replies)
     stream = client.chat.completions.create(
-        model="m", messages=QUESTION, tools=TOOLS, stream=True, **request
+        model="m", messages=messages, tools=TOOLS, stream=True, **request
     )
     return whole, plain_accumulate(list(stream))
 
@@ -357,24 +361,12 @@ SMALL_TALK = [{"role": "user", "content": "Hi there! How are you today?"}]
 LONDON = FIXED.replace("Paris", "London")
 
 
-def small_talk_both_ways(
-    client: Any, server: ScriptedServer, replies: list[Reply | str], **request: Any
-) -> tuple[Any, dict[str, Any]]:
-    server.script(*replies)
-    whole = client.chat.completions.create(model="m", messages=SMALL_TALK, tools=TOOLS, **request)
-    server.script(*replies)
-    stream = client.chat.completions.create(
-        model="m", messages=SMALL_TALK, tools=TOOLS, stream=True, **request
-    )
-    return whole, plain_accumulate(list(stream))
-
-
 def test_a_call_made_of_values_nobody_said_is_asked_again_and_the_answer_stands(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
     answer = "Hello! I'm doing well. How can I help?"
-    whole, streamed = small_talk_both_ways(client, server, [Reply(LONDON, chunks=4), answer])
+    whole, streamed = both_ways(client, server, [Reply(LONDON, chunks=4), answer], SMALL_TALK)
     same_answer(whole, streamed)
     message = whole.choices[0].message
     assert message.content == answer
@@ -392,7 +384,7 @@ def test_the_same_ungrounded_call_on_the_retry_is_made(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
-    whole, streamed = small_talk_both_ways(client, server, [LONDON, Reply(LONDON, chunks=3)])
+    whole, streamed = both_ways(client, server, [LONDON, Reply(LONDON, chunks=3)], SMALL_TALK)
     same_answer(whole, streamed)
     (call,) = whole.choices[0].message.tool_calls
     assert (call.function.name, json.loads(call.function.arguments)) == (
@@ -409,7 +401,7 @@ def test_grounded_calls_and_required_calls_are_not_asked_again(
     client = hermes_tools.wrap(openai_client)
     whole, _ = both_ways(client, server, [Reply(FIXED, chunks=3)])  # "Paris" was asked about
     assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
-    whole, _ = small_talk_both_ways(client, server, [LONDON], tool_choice="required")
+    whole, _ = both_ways(client, server, [LONDON], SMALL_TALK, tool_choice="required")
     assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
     # One grounded call among ungrounded ones: the reply stands as written.
     whole, _ = both_ways(client, server, [LONDON + FIXED])
@@ -425,7 +417,7 @@ def test_the_grounding_check_can_be_turned_off(
         hermes_tools.wrap(openai_client, repair_attempts=0),
     ):
         server.reset()
-        whole, streamed = small_talk_both_ways(client, server, [Reply(LONDON, chunks=3)])
+        whole, streamed = both_ways(client, server, [Reply(LONDON, chunks=3)], SMALL_TALK)
         same_answer(whole, streamed)
         assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
         assert len(server.bodies()) == 2
