@@ -74,7 +74,10 @@ class CompletionSession:
         messages = kwargs.get("messages") or []
         grounding = (
             Grounding(conversation_texts(messages))
-            if fmt.check_grounding and self._choice.mode == "auto" and self._choice.name is None
+            if fmt.check_grounding
+            and repair_attempts > 0
+            and self._choice.mode == "auto"
+            and self._choice.name is None
             else None
         )
         self._policy = CallPolicy(self._choice, parallel is False, self._toolbox, grounding)
