@@ -4,6 +4,7 @@ the schema's complaint as its reason, and the model is asked again with that rea
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from openai import OpenAI
@@ -25,10 +26,10 @@ def _call(arguments: object, name: str = "get_weather") -> str:
 @pytest.mark.parametrize(
     ("arguments", "reason"),
     [
-        (
-            {"city": ["Paris", "Rome"]},
-            "arguments.city do not fit the schema of get_weather: ['Paris', 'Rome'] is not of "
-            "type 'string'; to act on several values, write one call to get_weather for each",
+        (  # a list of objects is not spread over several calls
+            {"city": [{"name": "Paris"}, {"name": "Rome"}]},
+            "is not of type 'string'; to act on several values, write one call to get_weather "
+            "for each",
         ),
         ({"unit": "celsius"}, "'city' is a required property"),
         ({"city": "Paris", "unit": "kelvin"}, "'kelvin' is not one of ['celsius', 'fahrenheit']"),
@@ -108,3 +109,109 @@ def test_messages_name_the_place_and_the_problem() -> None:
     )
     assert huge is not None
     assert len(huge) < 400
+
+
+# -- fits: calls whose meaning is plain are made to fit (hermes_tools.argument_fit) ------------
+
+
+def _calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "calls"),
+    [
+        ({"city": ["Paris", "Rome"]}, [{"city": "Paris"}, {"city": "Rome"}]),
+        (
+            {"city": ["Paris", "Rome", "Oslo"], "unit": "celsius"},
+            [{"city": c, "unit": "celsius"} for c in ("Paris", "Rome", "Oslo")],
+        ),
+        ({"city": ["Paris"]}, [{"city": "Paris"}]),
+        ({"city": "Paris", "unit": None}, [{"city": "Paris"}]),
+    ],
+)
+def test_a_call_whose_meaning_is_plain_is_fitted_without_asking_again(
+    server: ScriptedServer,
+    openai_client: OpenAI,
+    arguments: dict[str, Any],
+    calls: list[dict[str, Any]],
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=7)])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [("get_weather", call) for call in calls]
+    assert message.invalid_tool_calls == []
+    assert not getattr(message, "repairs", None)
+    assert whole.choices[0].finish_reason == "tool_calls"
+    assert len({c.id for c in message.tool_calls}) == len(calls)  # ids of their own
+    assert len(server.bodies()) == 2  # one request each way: nobody was asked again
+
+
+def test_a_spread_list_keeps_the_first_call_when_parallel_calls_are_off(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client,
+        server,
+        [Reply(_call({"city": ["Paris", "Rome"]}), chunks=3)],
+        parallel_tool_calls=False,
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [("get_weather", {"city": "Paris"})]
+    (dropped,) = message.dropped_tool_calls
+    assert json.loads(dropped["arguments"]) == {"city": "Rome"}
+    assert "parallel_tool_calls=False" in dropped["reason"]
+
+
+def test_a_list_spread_after_a_valid_call_goes_out_after_it(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    reply = _call({"city": "Oslo"}) + "\n" + _call({"city": ["Paris", "Rome"]})
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(reply, chunks=9)])
+    same_answer(whole, streamed)
+    assert [args["city"] for _, args in _calls(whole.choices[0].message)] == [
+        "Oslo",
+        "Paris",
+        "Rome",
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"city": [["Paris"], ["Rome"]]},  # items that are lists
+        {"city": [{"name": "Paris"}]},  # items that are objects
+        {"city": []},  # nothing to spread
+        {"city": ["Paris", "Rome"], "unit": "kelvin"},  # the spread calls would not fit
+        {"city": None},  # null for a required parameter
+        {"city": ["Paris", "Rome"], "unit": ["celsius"]},  # lists for two parameters
+    ],
+)
+def test_a_call_that_no_fit_makes_valid_is_asked_again(
+    server: ScriptedServer, openai_client: OpenAI, arguments: dict[str, Any]
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=5), FIXED])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [("get_weather", {"city": "Paris"})]
+    (repair,) = message.repairs
+    assert "do not fit the schema of get_weather" in repair["reason"]
+
+
+def test_without_repairs_a_streamed_call_is_never_rewritten(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """With repair_attempts=0 calls stream as the model writes them, so what went out cannot
+    be fitted afterwards: the call is invalid, whole and streamed alike."""
+    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    whole, streamed = both_ways(client, server, [Reply(_call({"city": ["Paris"]}), chunks=6)])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert not message.tool_calls
+    (invalid,) = message.invalid_tool_calls
+    assert "is not of type 'string'" in invalid["error"]

@@ -29,10 +29,12 @@ as canonical JSON when it holds a JSON value (fences, prose and Python literals 
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_tools.argument_fit import fit_arguments
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -48,7 +50,7 @@ from hermes_tools.grounding import Grounding
 from hermes_tools.json_answer import extract_json_answer
 from hermes_tools.json_lexer import canonical
 from hermes_tools.prompt import ToolChoice
-from hermes_tools.stream_parser import StreamParser
+from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
@@ -168,6 +170,7 @@ class ChoiceReply:
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> its call on the wire
         self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
         self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
+        self._spread_index = 0  # the index of the last call made by spreading a list
         self.attempt_valid = 0  # valid calls this attempt (released or held)
         self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
         self.attempt_ungrounded: list[str] = []  # valid calls using values nobody said
@@ -187,6 +190,7 @@ class ChoiceReply:
         self._on_wire = {}
         self._refused = {}
         self._unbound = {}
+        self._spread_index = 0
         self.attempt_valid = 0
         self.attempt_errors = []
         self.attempt_ungrounded = []
@@ -255,7 +259,9 @@ class ChoiceReply:
 
     def _take(self, events: list[Event]) -> list[Delta]:
         out: list[Delta] = []
-        for event in events:
+        queue = deque(events)
+        while queue:
+            event = queue.popleft()
             ungrounded = ""
             if isinstance(event, TextDelta) and len(self.attempt_text_preview) < 200:
                 self.attempt_text_preview += event.text[:200]
@@ -278,7 +284,8 @@ class ChoiceReply:
                 if refusal is not None:
                     self._drop(event.call, refusal)
                     continue
-                event = self._checked(event)
+                event, spread = self._checked(event)
+                queue.extendleft(reversed(spread))
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
                     ungrounded = self._ungrounded(event.call)
@@ -318,17 +325,46 @@ class ChoiceReply:
             return None
         return toolbox.argument_problem(name, {})
 
-    def _checked(self, event: ToolCallEnd) -> ToolCallEnd:
+    def _checked(self, event: ToolCallEnd) -> tuple[ToolCallEnd, list[Event]]:
         """The call as the policy sees it: one naming no bound tool, or whose arguments do not
-        fit its tool's schema, is invalid with that reason (and so asked again)."""
+        fit its tool's schema, is invalid with that reason (and so asked again), unless a
+        documented fit (`argument_fit`) makes it valid. A fit that spreads a list over several
+        calls gives the first and the events of the others; only a call still held (nothing of
+        it on the wire) is fitted, so what was streamed is never rewritten."""
         call = event.call
         problem = self._unbound.pop(event.index, None)
-        if isinstance(call, ToolCall):
-            problem = problem or self._policy.toolbox.argument_problem(call.name, call.arguments)
-            if problem is not None:
-                raw = json.dumps(call.arguments, ensure_ascii=False)
-                return ToolCallEnd(event.index, InvalidToolCall(call.id, call.name, raw, problem))
-        return event
+        if not isinstance(call, ToolCall):
+            return event, []
+        if problem is not None:
+            return self._invalid(event.index, call, problem), []
+        toolbox = self._policy.toolbox
+        problem = toolbox.argument_problem(call.name, call.arguments)
+        if problem is None:
+            return event, []
+        held = self._holding and event.index not in self._on_wire
+        fitted = (
+            fit_arguments(call.name, toolbox.parameters(call.name), call.arguments)
+            if held
+            else None
+        )
+        if fitted is None:
+            return self._invalid(event.index, call, problem), []
+        first, *others = fitted
+        spread: list[Event] = []
+        for arguments in others:
+            self._spread_index -= 1  # below every parser index
+            extra = ToolCall(new_call_id(), call.name, arguments)
+            spread += [
+                ToolCallStart(self._spread_index, extra.id, call.name),
+                ToolCallArgsDelta(self._spread_index, canonical(arguments)),
+                ToolCallEnd(self._spread_index, extra),
+            ]
+        return ToolCallEnd(event.index, ToolCall(call.id, call.name, first)), spread
+
+    @staticmethod
+    def _invalid(index: int, call: ToolCall, problem: str) -> ToolCallEnd:
+        raw = json.dumps(call.arguments, ensure_ascii=False)
+        return ToolCallEnd(index, InvalidToolCall(call.id, call.name, raw, problem))
 
     def _ungrounded(self, call: ToolCall) -> str:
         """`name(values)` when none of the call's values is in the conversation, else ""."""
