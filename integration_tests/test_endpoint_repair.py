@@ -27,14 +27,15 @@ def both_ways(
     server: ScriptedServer,
     replies: list[Reply | str],
     messages: list[dict[str, Any]] = QUESTION,
+    tools: list[dict[str, Any]] = TOOLS,
     **request: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """The same scripted attempts, answered whole and streamed."""
     server.script(*replies)
-    whole = client.chat.completions.create(model="m", messages=messages, tools=TOOLS, **request)
+    whole = client.chat.completions.create(model="m", messages=messages, tools=tools, **request)
     server.script(*replies)
     stream = client.chat.completions.create(
-        model="m", messages=messages, tools=TOOLS, stream=True, **request
+        model="m", messages=messages, tools=tools, stream=True, **request
     )
     return whole, plain_accumulate(list(stream))
 
@@ -374,7 +375,7 @@ def test_a_call_made_of_values_nobody_said_is_asked_again_and_the_answer_stands(
     assert whole.choices[0].finish_reason == "stop"
     (repair,) = message.repairs
     assert '"London"' in repair["reason"]
-    assert "nobody in this conversation mentioned" in repair["reason"]
+    assert "nobody in this conversation said" in repair["reason"]
     retry_request = server.bodies()[1]["messages"]
     assert retry_request[-1] == {"role": "user", "content": repair["reason"]}
     assert "London" in retry_request[-2]["content"]  # the rejected call, as the model wrote it
@@ -403,10 +404,71 @@ def test_grounded_calls_and_required_calls_are_not_asked_again(
     assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
     whole, _ = both_ways(client, server, [LONDON], SMALL_TALK, tool_choice="required")
     assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
-    # One grounded call among ungrounded ones: the reply stands as written.
-    whole, _ = both_ways(client, server, [LONDON + FIXED])
-    assert len(whole.choices[0].message.tool_calls) == 2
-    assert len(server.bodies()) == 6
+    assert len(server.bodies()) == 4
+
+
+def test_an_ungrounded_call_beside_a_grounded_one_is_asked_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """An ungrounded call keeps the attempt held, so a grounded call after it waits too."""
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(LONDON + FIXED, chunks=4), FIXED])
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "Paris"}]
+    (repair,) = message.repairs
+    assert "nobody in this conversation said London" in repair["reason"]
+    assert "Paris" not in repair["reason"]
+    assert len(server.bodies()) == 4
+
+
+def test_a_call_after_a_grounded_call_that_went_out_stands(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """A grounded call is released as soon as it ends (the calls after it stream live), so
+    the attempt can no longer be asked again: what follows stands as written."""
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [Reply(FIXED + LONDON, chunks=4)])
+    same_answer(whole, streamed)
+    cities = [json.loads(c.function.arguments)["city"] for c in whole.choices[0].message.tool_calls]
+    assert cities == ["Paris", "London"]
+    assert len(server.bodies()) == 2
+
+
+def test_a_number_copied_from_a_tools_description_is_asked_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "calculator",
+                "description": "Evaluate an expression such as '(3 + 4) * 2.5'.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"expression": {"type": "string"}},
+                    "required": ["expression"],
+                },
+            },
+        }
+    ]
+    copied = '<tool_call>{"name": "calculator", "arguments": {"expression": "(12 + 30) * 2.5"}}</tool_call>'
+    fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "12 + 30"}}</tool_call>'
+    question = [{"role": "user", "content": "What is 12 + 30?"}]
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client, server, [Reply(copied, chunks=5), fixed], question, tools=tools
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [
+        {"expression": "12 + 30"}
+    ]
+    (repair,) = message.repairs
+    assert repair["reason"].startswith(
+        'You called calculator({"expression": "(12 + 30) * 2.5"}), but nobody in this '
+        "conversation said 2.5."
+    )
 
 
 def test_the_grounding_check_can_be_turned_off(

@@ -100,7 +100,7 @@ def made_up_reached_user(outcome: Outcome) -> bool:
 
 
 # The grounding check's reason for asking again (hermes_tools.grounding).
-UNGROUNDED = "nobody in this conversation mentioned"
+UNGROUNDED = "nobody in this conversation said"
 
 
 def empty_reply(outcome: Outcome) -> bool:

@@ -7,12 +7,18 @@ turns wrote; not the tool definitions, whose examples models copy): a word of a 
 (letters or digits, compared ignoring case) or a number (compared by value, so `6:45` grounds
 `6` and `45`). Values that cannot be grounded by looking at the text are left out: booleans,
 null, and strings the tool's schema lists in an `enum`. A call with nothing left to check is
-grounded. The client asks again once when every call of a reply is ungrounded (see
+grounded.
+
+A call is also not grounded when one of its values holds a number found in the tool
+definitions and nowhere in the conversation: asked for 1234 + 5678 with a calculator described
+as taking "an expression such as '(3 + 4) * 2.5'", Qwen2.5-Coder writes `(1234 + 5678) * 2.5`.
+The client asks again once when a reply holds a call that is not grounded (see
 `client.session`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -34,13 +40,23 @@ class Grounding:
                 else:
                     self._words.add(token.casefold())
 
-    def ungrounded(self, arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-        """The call's checkable values when none of them is in the conversation, else []."""
-        enums = set(_enum_values(schema))
+    def ungrounded(self, arguments: dict[str, Any], function: dict[str, Any]) -> list[str]:
+        """The values that make a call to `function` (the tool's definition: name,
+        description, parameters) ungrounded: those holding a number copied from the
+        definition, or all its checkable values when none is in the conversation; [] for a
+        grounded call."""
+        enums = set(_enum_values(function.get("parameters")))
+        values = [
+            value
+            for value in _leaves(arguments)
+            if not (isinstance(value, bool) or value is None or value in enums)
+        ]
+        copied_numbers = self._numbers_only_in(function)
+        copied = [number for value in values for number in _numbers_of(value, copied_numbers)]
+        if copied:
+            return list(dict.fromkeys(copied))
         checked: list[str] = []
-        for value in _leaves(arguments):
-            if isinstance(value, bool) or value is None or value in enums:
-                continue
+        for value in values:
             if isinstance(value, (int, float)):
                 if _as_float(value) in self._numbers:
                     return []
@@ -52,6 +68,14 @@ class Grounding:
                     checked.append(value)
         return checked
 
+    def _numbers_only_in(self, function: dict[str, Any]) -> set[float]:
+        """Numbers the tool's definition gives (its examples) that nobody said. Whole numbers
+        below 10 are too common to tell a copy: the 3 of an example '(3 + 4) * 2.5' is also
+        the count of files a search found."""
+        text = json.dumps(function, ensure_ascii=False)
+        numbers = {float(t) for t in _WORD.findall(text) if t[0] in _DIGITS}
+        return {n for n in numbers - self._numbers if n >= 10 or not n.is_integer()}
+
     def _has_word_of(self, value: str) -> bool:
         for token in _WORD.findall(value):
             if token[0] in _DIGITS:
@@ -60,6 +84,17 @@ class Grounding:
             elif token.casefold() in self._words:
                 return True
         return False
+
+
+def _numbers_of(value: Any, numbers: set[float]) -> list[str]:
+    """The numbers among `numbers` that `value` is or holds, as written."""
+    if not numbers:
+        return []
+    if isinstance(value, (int, float)):
+        return [str(value)] if _as_float(value) in numbers else []
+    if not isinstance(value, str):
+        return []
+    return [t for t in _WORD.findall(value) if t[0] in _DIGITS and float(t) in numbers]
 
 
 def _as_float(number: int | float) -> float:

@@ -144,6 +144,11 @@ class Toolbox:
         spec = self._by_name.get(tool)
         return spec.parameters if spec is not None else {}
 
+    def function(self, tool: str) -> dict[str, Any]:
+        """The tool's definition (name, description, parameters); {} for a tool not bound."""
+        spec = self._by_name.get(tool)
+        return spec.function if spec is not None else {}
+
     def parameter_schema(self, tool: str, parameter: str) -> dict[str, Any] | None:
         """The JSON schema of one parameter, with a top-level `$ref` resolved; None if unknown."""
         spec = self._by_name.get(tool)

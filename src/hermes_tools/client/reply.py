@@ -288,7 +288,8 @@ class ChoiceReply:
                 queue.extendleft(reversed(spread))
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
-                    ungrounded = self._ungrounded(event.call)
+                    # Once the attempt is committed (and out), it can no longer be asked again.
+                    ungrounded = self._ungrounded(event.call) if self._holding else ""
                     if ungrounded:
                         self.attempt_ungrounded.append(ungrounded)
                 else:
@@ -302,7 +303,8 @@ class ChoiceReply:
             else:
                 out += self._release(event)
             valid_end = isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall)
-            if valid_end and not ungrounded:  # an ungrounded call stays held: asked again?
+            if valid_end and not self.attempt_ungrounded:
+                # After an ungrounded call the attempt stays held: it is asked again.
                 out += self._commit()
         return out
 
@@ -367,14 +369,17 @@ class ChoiceReply:
         return ToolCallEnd(index, InvalidToolCall(call.id, call.name, raw, problem))
 
     def _ungrounded(self, call: ToolCall) -> str:
-        """`name(values)` when none of the call's values is in the conversation, else ""."""
+        """What makes the call ungrounded, for the model to read ("" when it is grounded)."""
         grounding = self._policy.grounding
         if not self._check_grounding or grounding is None:
             return ""
-        values = grounding.ungrounded(call.arguments, self._policy.toolbox.parameters(call.name))
+        values = grounding.ungrounded(call.arguments, self._policy.toolbox.function(call.name))
         if not values:
             return ""
-        return f"{call.name}({', '.join(json.dumps(v, ensure_ascii=False) for v in values)})"
+        said = ", ".join(values)
+        return (
+            f"{call.name}({canonical(call.arguments)}), but nobody in this conversation said {said}"
+        )
 
     def _call_seen(self) -> None:
         if self._hold_at_call:

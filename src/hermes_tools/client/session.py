@@ -274,13 +274,12 @@ class CompletionSession:
         if reply.has_calls:
             return None
         if reply.attempt_valid:
-            if len(reply.attempt_ungrounded) < reply.attempt_valid:
+            if not reply.attempt_ungrounded:
                 return None
-            calls = "; ".join(reply.attempt_ungrounded)
+            calls = "; you called ".join(reply.attempt_ungrounded)
             return (
-                f"You called {calls}, but nobody in this conversation mentioned those values. "
-                "If the user's request needs a tool, call it with values from the "
-                "conversation; if it does not, answer the user directly."
+                f"You called {calls}. If the user's request needs a tool, call it with values "
+                "from the conversation; if it does not, answer the user directly."
             )
         block = self._call_form()
         if self._choice.name is not None:
