@@ -465,9 +465,10 @@ def test_a_number_copied_from_a_tools_description_is_asked_again(
         {"expression": "12 + 30"}
     ]
     (repair,) = message.repairs
-    assert repair["reason"].startswith(
-        'You called calculator({"expression": "(12 + 30) * 2.5"}), but nobody in this '
-        "conversation said 2.5."
+    assert repair["reason"] == (
+        'You called calculator({"expression": "(12 + 30) * 2.5"}), but 2.5 comes from the '
+        "description of calculator, not from the conversation: call it again with the values "
+        "the user gave."
     )
 
 

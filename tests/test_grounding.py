@@ -74,28 +74,30 @@ def test_never_raises_and_a_value_quoted_in_the_conversation_is_grounded(
 ) -> None:
     arguments = {"value": value}
     Grounding([text]).ungrounded(arguments, {})
+    Grounding([text]).copied(arguments, {"description": text})
     assert Grounding([text, "the user said Zanzibar"]).ungrounded({"place": "Zanzibar"}, {}) == []
 
 
 def test_a_number_copied_from_the_tools_description_is_named() -> None:
     grounding = Grounding(["What is 1234 + 5678?"])
-    assert grounding.ungrounded({"expression": "(1234 + 5678) * 2.5"}, CALCULATOR) == ["2.5"]
-    assert grounding.ungrounded({"expression": "(3 + 4) * 2.5"}, CALCULATOR) == ["2.5"]
-    assert grounding.ungrounded({"expression": "1234 + 5678"}, CALCULATOR) == []
+    assert grounding.copied({"expression": "(1234 + 5678) * 2.5"}, CALCULATOR) == ["2.5"]
+    assert grounding.copied({"expression": "(3 + 4) * 2.5"}, CALCULATOR) == ["2.5"]
+    assert grounding.copied({"expression": "1234 + 5678"}, CALCULATOR) == []
+    assert grounding.ungrounded({"expression": "(1234 + 5678) * 2.5"}, CALCULATOR) == []
 
 
 def test_a_number_of_the_description_that_somebody_said_is_theirs() -> None:
     grounding = Grounding(["Multiply 2.5 by 1234."])
-    assert grounding.ungrounded({"expression": "2.5 * 1234"}, CALCULATOR) == []
+    assert grounding.copied({"expression": "2.5 * 1234"}, CALCULATOR) == []
 
 
 def test_whole_numbers_below_ten_are_too_common_to_tell_a_copy() -> None:
     grounding = Grounding(["Count the files, then multiply by 7.", "a.py\nb.py\nc.py"])
-    assert grounding.ungrounded({"expression": "3 * 7"}, CALCULATOR) == []
+    assert grounding.copied({"expression": "3 * 7"}, CALCULATOR) == []
 
 
 def test_zero_and_a_hundred_of_a_range() -> None:
     lights = {"parameters": {"properties": {"brightness": {"description": "0-100"}}}}
     grounding = Grounding(["Turn off the kitchen lights."])
-    assert grounding.ungrounded({"room": "kitchen", "brightness": 0}, lights) == []
-    assert grounding.ungrounded({"room": "kitchen", "brightness": 100}, lights) == ["100"]
+    assert grounding.copied({"room": "kitchen", "brightness": 0}, lights) == []
+    assert grounding.copied({"room": "kitchen", "brightness": 100}, lights) == ["100"]

@@ -40,21 +40,20 @@ class Grounding:
                 else:
                     self._words.add(token.casefold())
 
-    def ungrounded(self, arguments: dict[str, Any], function: dict[str, Any]) -> list[str]:
-        """The values that make a call to `function` (the tool's definition: name,
-        description, parameters) ungrounded: those holding a number copied from the
-        definition, or all its checkable values when none is in the conversation; [] for a
-        grounded call."""
-        enums = set(_enum_values(function.get("parameters")))
-        values = [
-            value
-            for value in _leaves(arguments)
-            if not (isinstance(value, bool) or value is None or value in enums)
+    def copied(self, arguments: dict[str, Any], function: dict[str, Any]) -> list[str]:
+        """The numbers of the call that come from the definition of `function` (the tool's
+        name, description and parameters) and that nobody in the conversation said."""
+        numbers = self._numbers_only_in(function)
+        found = [
+            number
+            for value in _checkable(arguments, function)
+            for number in _numbers_of(value, numbers)
         ]
-        copied_numbers = self._numbers_only_in(function)
-        copied = [number for value in values for number in _numbers_of(value, copied_numbers)]
-        if copied:
-            return list(dict.fromkeys(copied))
+        return list(dict.fromkeys(found))
+
+    def ungrounded(self, arguments: dict[str, Any], function: dict[str, Any]) -> list[str]:
+        """The call's checkable values when none of them is in the conversation, else []."""
+        values = _checkable(arguments, function)
         checked: list[str] = []
         for value in values:
             if isinstance(value, (int, float)):
@@ -84,6 +83,17 @@ class Grounding:
             elif token.casefold() in self._words:
                 return True
         return False
+
+
+def _checkable(arguments: dict[str, Any], function: dict[str, Any]) -> list[Any]:
+    """The values whose words or numbers can be looked for in the text: not booleans, null,
+    nor members of an `enum` of the tool's schema."""
+    enums = set(_enum_values(function.get("parameters")))
+    return [
+        value
+        for value in _leaves(arguments)
+        if not (isinstance(value, bool) or value is None or value in enums)
+    ]
 
 
 def _numbers_of(value: Any, numbers: set[float]) -> list[str]:

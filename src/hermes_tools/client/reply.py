@@ -173,7 +173,7 @@ class ChoiceReply:
         self._spread_index = 0  # the index of the last call made by spreading a list
         self.attempt_valid = 0  # valid calls this attempt (released or held)
         self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
-        self.attempt_ungrounded: list[str] = []  # valid calls using values nobody said
+        self.attempt_ungrounded: list[str] = []  # why valid calls are not grounded
         self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
         self._check_grounding = False
 
@@ -369,16 +369,26 @@ class ChoiceReply:
         return ToolCallEnd(index, InvalidToolCall(call.id, call.name, raw, problem))
 
     def _ungrounded(self, call: ToolCall) -> str:
-        """What makes the call ungrounded, for the model to read ("" when it is grounded)."""
+        """Why the call is not grounded, for the model to read ("" when it is grounded)."""
         grounding = self._policy.grounding
         if not self._check_grounding or grounding is None:
             return ""
-        values = grounding.ungrounded(call.arguments, self._policy.toolbox.function(call.name))
+        function = self._policy.toolbox.function(call.name)
+        called = f"{call.name}({canonical(call.arguments)})"
+        copied = grounding.copied(call.arguments, function)
+        if copied:
+            return (
+                f"You called {called}, but {', '.join(copied)} comes from the description of "
+                f"{call.name}, not from the conversation: call it again with the values the "
+                "user gave."
+            )
+        values = grounding.ungrounded(call.arguments, function)
         if not values:
             return ""
-        said = ", ".join(values)
         return (
-            f"{call.name}({canonical(call.arguments)}), but nobody in this conversation said {said}"
+            f"You called {called}, but nobody in this conversation said {', '.join(values)}. "
+            "If the user's request needs a tool, call it with values from the conversation; "
+            "if it does not, answer the user directly."
         )
 
     def _call_seen(self) -> None:

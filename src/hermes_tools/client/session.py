@@ -276,11 +276,7 @@ class CompletionSession:
         if reply.attempt_valid:
             if not reply.attempt_ungrounded:
                 return None
-            calls = "; you called ".join(reply.attempt_ungrounded)
-            return (
-                f"You called {calls}. If the user's request needs a tool, call it with values "
-                "from the conversation; if it does not, answer the user directly."
-            )
+            return " ".join(dict.fromkeys(reply.attempt_ungrounded))
         block = self._call_form()
         if self._choice.name is not None:
             return f"You must call the tool {self._choice.name} now. Reply with {block}."
