@@ -249,3 +249,41 @@ def test_a_broken_tools_block_right_after_its_tag_does_not_hide_what_follows() -
     result = parse_every_way(text, TOOLS)
     assert calls_as_dicts(result) == [PARIS]
     assert result.content == '<tools>{"name": "get_weather", "arguments": {<'
+
+
+def _fenced(city: str) -> str:
+    return f'```json\n{{\n  "name": "get_weather",\n  "arguments": {{"city": "{city}"}}\n}}\n```'
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _fenced("A") + "\n\n" + _fenced("B"),  # Qwen2.5-Coder-1.5B's parallel calls
+        '{"name": "get_weather", "arguments": {"city": "A"}}\n' + _fenced("B") + "\n",
+        _fenced("A") + "\n" + _fenced("B") + "\n\n" + _fenced("C").replace("```json", "```"),
+    ],
+    ids=["two-fences", "bare-then-fenced", "three-fences"],
+)
+def test_calls_fenced_one_after_another_at_the_end_are_all_calls(reply: str) -> None:
+    result = parse_every_way(reply, TOOLS)
+    cities = [call.arguments["city"] for call in result.tool_calls]
+    assert cities == ["A", "B", "C"][: len(cities)]
+    assert len(cities) == reply.count('"city"')
+    assert result.content == ""
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "\n\n```python\nprint(1)\n```",  # code after the call: all of it is code
+        "\n```json\n" + '{"retries": 3}' + "\n```",  # JSON that is no call
+        "\nDone.",
+        "\n" + "`" * 40,
+    ],
+    ids=["other-code", "json-not-a-call", "text", "long-backtick-run"],
+)
+def test_a_fenced_call_followed_by_anything_else_is_text(tail: str) -> None:
+    reply = _fenced("A") + tail
+    result = parse_every_way(reply, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == reply

@@ -121,6 +121,7 @@ _LINE_INDENT = re.compile(r"[ \t]*")
 _JSON_FENCES = frozenset({"", "json", "json5", "jsonc", "javascript", "js", "tool_call"})
 _PYTHONIC_FENCES = frozenset({"tool_code", "tool_call"})
 _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for its end
+_MAX_FENCE_RUN = 16  # a longer run of backticks after a call opens no fence worth waiting for
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
@@ -911,6 +912,17 @@ class StreamParser:
             ch = buf[pos]
             if ch == ";":
                 return pos + 1  # Llama 3.x separates its JSON calls so
+            if ch == "`":  # another fence that may hold a call (Qwen2.5 fences each call)
+                end = _run_end(buf, pos)
+                run = end - pos
+                if end == len(buf) and run < _MAX_FENCE_RUN:
+                    return pos  # the run may go on
+                if 3 <= run < _MAX_FENCE_RUN:
+                    self._fence_len = run
+                    self._fence_head = 0
+                    tentative.info = []
+                    self._state = State.FENCE_HEAD
+                    return end
             if ch == "{" or ch == "[":  # another call without tags
                 if ch == "[":
                     listed = starts_pythonic(buf, pos)
