@@ -46,6 +46,9 @@ _FENCE_MARK = re.compile(rf"`{{3,64}}(?:{CALL_FENCE_LANGUAGES})?(?![A-Za-z0-9_+.
 _FENCE_HEAD = re.compile(r"`{3,64}[A-Za-z0-9_+.-]{0,16}")
 _LAYOUT = re.compile(r"[\s,\[\]`]*")  # a fence's info word left at the end is not layout
 _FENCE_CLOSE = re.compile(r"\n[ \t]*`{3,}\s*$")
+_LIST_START = re.compile(r"\s*\[?[\s,;]*")  # a list's opening bracket, when the broken text has it
+_ITEM_END = re.compile(r"[}\]](?=[\s,;]*[{\[])")  # where an item may end: the next opens
+_MAX_WRONG_CUTS = 8
 
 
 class _Field(IdentityEnum):
@@ -363,8 +366,20 @@ class JsonCallReader(CallReader[_State]):
         repaired = faithful_repair(body) if repairable and self._repairable and body else None
         if isinstance(repaired, list) and len(repaired) == 1:
             repaired = repaired[0]
+        adopt = open_call.pending if open_call is not None else None
+        items = _item_texts(body, repaired) if isinstance(repaired, list) else None
         if isinstance(repaired, dict):
-            self._replay(repaired, open_call.pending if open_call is not None else None, raw)
+            self._replay(repaired, adopt, raw)
+        elif items is not None:
+            # Several values (a broken item of a list, then the items after it): each is a
+            # call of its own, with its own text; the broken one does not take the rest.
+            self._call = None
+            for value, text in items:
+                if isinstance(value, dict):
+                    self._replay(value, adopt, text)
+                else:
+                    (adopt or PendingCall(self._emitter, self._toolbox)).fail(_NOT_A_CALL, text)
+                adopt = None
         elif open_call is not None:
             self._call = None
             open_call.pending.fail(error, raw)
@@ -626,6 +641,38 @@ JsonCallReader.HANDLERS = {
     _State.VALUE: JsonCallReader._value,
     _State.FAILED: JsonCallReader._failed,
 }
+
+
+def _item_texts(text: str, values: list[Any]) -> list[tuple[Any, str]] | None:
+    """Each of `values` (json-repair's faithful reading of `text` as several values) with the
+    text it was read from. The text is cut after the bracket that closes an item where a new
+    one opens: the first such cut whose text, repaired on its own, is exactly the item. None
+    if there is no such cut (or it takes more tries than a few: each try is a repair)."""
+    tries = len(values) + _MAX_WRONG_CUTS
+    start = _skip(_LIST_START, text, 0)
+    cuts = _ITEM_END.finditer(text, start)
+    out: list[tuple[Any, str]] = []
+    for value in values[:-1]:
+        for cut in cuts:
+            tries -= 1
+            if tries < 0:
+                return None
+            if faithful_repair(text[start : cut.end()]) == value:
+                out.append((value, text[start : cut.end()]))
+                start = _skip(_SEPARATORS, text, cut.end())
+                break
+        else:
+            return None
+    rest = text[start:].rstrip()
+    if not rest or faithful_repair(rest) != values[-1]:
+        return None
+    return [*out, (values[-1], rest)]
+
+
+def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    match = pattern.match(text, pos)
+    assert match is not None  # the patterns match the empty string
+    return match.end()
 
 
 def _trim(raw: str) -> str:

@@ -25,7 +25,10 @@ from typing import Any, Protocol
 from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
-_LIMITED_KEY_STOP = {'"': re.compile(r'["\\<]'), "'": re.compile(r"['\\<]")}
+# A limited key (a call's key outside any tag) also stops at what no key of a call holds and
+# what the text around it must still see: a tag, a backtick (code), a line break (a fence).
+_LIMITED_KEY_STOP = {'"': re.compile(r'["\\<`\r\n]'), "'": re.compile(r"['\\<`\r\n]")}
+_NOT_IN_A_KEY = "<`\r\n"
 # From a backslash: a run of characters and complete two-character escapes, decoded in one
 # piece (text with many escapes, like code in a file's content, would otherwise cost a step
 # per escape); `\\u` escapes and anything unusual are left to the step-by-step path.
@@ -390,9 +393,9 @@ class JsonLexer:
             if stop - pos >= room:  # stop one character past the limit, whatever the chunking
                 self._emit_chars(text[pos : pos + room])
                 return pos + room
-            if match is not None and text[stop] == "<":  # no key of a call holds a tag
+            if match is not None and text[stop] in _NOT_IN_A_KEY:
                 self._emit_chars(text[pos:stop])
-                self.error = "a key holds '<'"
+                self.error = f"a key holds {text[stop]!r}"
                 return stop
         if stop > pos:
             self._emit_chars(text[pos:stop])
@@ -486,6 +489,21 @@ def canonical(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# A `\\u` escape of a surrogate (after an even run of backslashes): a pair, or a lone one.
+_ESCAPED_SURROGATE = re.compile(
+    r"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
+)
+
+
+def _surrogate_decoded(match: re.Match[str]) -> str:
+    escape = match.group(2)
+    if len(escape) == 6:
+        return match.group(1) + "\ufffd"
+    high, low = int(escape[2:6], 16) - 0xD800, int(escape[8:], 16) - 0xDC00
+    return match.group(1) + chr(0x10000 + (high << 10) + low)
+
+
 def repair(text: str) -> Any:
     """json-repair's reading of `text`, or None when it finds nothing there or `text` is
     longer than MAX_REPAIR_CHARS (see `json_limits`)."""
@@ -493,6 +511,10 @@ def repair(text: str) -> Any:
         return None
     import json_repair  # imported on first use: it costs more than the whole parser to load
 
+    # json-repair decodes the escapes of a surrogate pair to two characters; the lexer, like
+    # json.loads, to the one they stand for (a lone one to U+FFFD). Decoded here first, so
+    # that surrogates written as characters stay exactly as written.
+    text = _ESCAPED_SURROGATE.sub(_surrogate_decoded, text)
     try:
         value = json_repair.loads(text)
     except Exception:  # json-repair raises assorted errors on hopeless input

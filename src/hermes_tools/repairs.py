@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hermes_tools.json_lexer import repair
+from hermes_tools.json_lexer import canonical, repair
 from hermes_tools.json_limits import value_problem
 
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
@@ -75,9 +75,42 @@ class _Key:
         self.text = text
 
 
+def _strings(value: Any) -> list[str]:
+    """The keys and string values of a value."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            out.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            out.append(item)
+    return out
+
+
+def _quoted_as_written(written: str, string: str) -> bool:
+    """Whether `written` holds `string` as one string: in quotes of a kind it does not
+    contain, or with its quotes escaped."""
+    forms = [canonical(string), "'" + string.replace("\\", "\\\\").replace("'", "\\'") + "'"]
+    forms += [quote + string + quote for quote in "\"'" if quote not in string]
+    return any(form in written for form in forms)
+
+
 def faithful(written: str, value: Any) -> bool:
-    """Whether `value` spells exactly the words of `written`."""
-    return words(written) == words(" ".join(_atoms(value)))
+    """Whether `value` spells exactly the words of `written`, and every quote inside one of
+    its strings was written inside that string. (json-repair reads `{'a': 'b', c:d': []}` as
+    the key "c" with the value "d': []": the words are all there, but a quote that ended
+    something became text, and the call is a guess.)"""
+    if words(written) != words(" ".join(_atoms(value))):
+        return False
+    return all(
+        _quoted_as_written(written, string)
+        for string in _strings(value)
+        if "'" in string or '"' in string
+    )
 
 
 def faithful_repair(text: str) -> Any:
