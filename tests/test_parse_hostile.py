@@ -301,11 +301,13 @@ def test_a_broken_item_with_a_string_holding_brackets_is_cut_where_it_ends() -> 
         "{'arguments': {'path': 'm2x', m6:x': []}, 'name': 'write_file'}",
         '{"name": "write_file", "argume"arguments": {"path": "m5x"}}',
         "{'name': 'write_file', 'arguments': {'path': m2x', , 'content': 'm3x'}}",
+        '{"name": "write_file", "arguments": {"path":Infini\rty "m7:x", "content": "m8x"}}',
     ],
 )
 def test_a_mangled_key_is_not_guessed(body: str) -> None:
-    # json-repair reads `m6:x': []` as the key "m6" with the value "x': []", and
-    # `"argume"arguments"` as one key: every word is there, but a quote became text.
+    # json-repair reads `m6:x': []` as the key "m6" with the value "x': []", `"argume"arguments"`
+    # as one key, `"m7:x"` as the key "m7" with the value "x": every word is there, but a
+    # quote or a colon changed its role.
     assert only_invalid(f"<tool_call>{body}</tool_call>").arguments == body
 
 
@@ -370,3 +372,49 @@ def test_a_call_after_inline_code_following_a_brace_is_read() -> None:
         {"name": "write_file", "arguments": {"path": "m6={x", "content": "m7<>x"}}
     ]
     assert result.invalid_tool_calls == []
+
+
+def test_a_broken_item_json_repair_cannot_read_faithfully_keeps_only_its_own_text() -> None:
+    broken = '{"name": "write_file", "arguments": {"path":Infini\rty "m7:x"}}'
+    result = parse_every_way(f"<tool_call>[{broken}, {CLEAN}]</tool_call>", TOOLS)
+    assert calls_as_dicts(result) == [{"name": "write_file", "arguments": {"path": "m13x"}}]
+    assert [call.arguments for call in result.invalid_tool_calls] == [broken]
+
+
+def test_an_unquoted_word_in_a_block_is_a_string_value() -> None:
+    # json-repair misread such a call when a later string held an escape and a `[`: it took
+    # the closing `"}` into the string. The lexer reads the word itself, as it reads
+    # unquoted keys.
+    text = (
+        '<tool_call>{"name": "write_file", "arguments": {"path": m6x, '
+        '"content": "m3x\\n\\nm4x {} m5[x"}}]</tool_call>'
+    )
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "write_file", "arguments": {"path": "m6x", "content": "m3x\n\nm4x {} m5[x"}}
+    ]
+
+
+def test_an_unquoted_word_outside_a_block_is_no_call() -> None:
+    text = '{"name": "get_weather", "arguments": {"city": Oslo}}'
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == text
+
+
+def test_a_mangled_parameter_tag_is_not_guessed() -> None:
+    # A mutation cut `<parameter=city>m2}=x m3>北x`: the "name" ran to the next `>`.
+    text = "<function=get_weather><parameter=city2}=x m3>m4x</parameter></function>"
+    invalid = only_invalid(text)
+    assert "not a parameter name" in invalid.error
+    assert invalid.arguments == text
+
+
+def test_a_parameter_the_tool_declares_may_have_any_name() -> None:
+    tool = {
+        "name": "lookup",
+        "parameters": {"type": "object", "properties": {"file path": {"type": "string"}}},
+    }
+    text = "<function=lookup><parameter=file path>a.txt</parameter></function>"
+    assert calls_as_dicts(parse_every_way(text, [tool])) == [
+        {"name": "lookup", "arguments": {"file path": "a.txt"}}
+    ]

@@ -116,6 +116,7 @@ class NullSink:
 
 class JsonLexer:
     __slots__ = (
+        "_bare_words",
         "_escape",
         "_expect",
         "_halted",
@@ -135,11 +136,15 @@ class JsonLexer:
         "past_limit",
     )
 
-    def __init__(self, sink: TokenSink, *, max_key: int | None = None) -> None:
+    def __init__(
+        self, sink: TokenSink, *, max_key: int | None = None, bare_words: bool = False
+    ) -> None:
         """`max_key`: keys of the top-level object longer than this stop the lexer with an
         error (a reader that only accepts a few short keys there gives up before a long quoted
-        "key" swallows a tag)."""
+        "key" swallows a tag). `bare_words`: a word that starts with a letter and is no
+        literal is read as a string value (`"city": Oslo`), as unquoted keys are."""
         self._sink = sink
+        self._bare_words = bare_words
         self._max_key = max_key
         self._key_length = 0
         self._stack: list[str] = []
@@ -353,6 +358,12 @@ class JsonLexer:
             if value in (float("inf"), float("-inf")):
                 self._past_limit(f"the number {word[:40]} is too large for JSON")
                 return
+        elif self._bare_words and (word[0].isalpha() or word[0] == "_"):
+            self._sink.begin_string()
+            self._sink.string_chunk(word)
+            self._sink.end_string()
+            self._after_value()
+            return
         else:
             self.error = f"cannot read {word!r} as a JSON value"
             return
