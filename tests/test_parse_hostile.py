@@ -418,3 +418,17 @@ def test_a_parameter_the_tool_declares_may_have_any_name() -> None:
     assert calls_as_dicts(parse_every_way(text, [tool])) == [
         {"name": "lookup", "arguments": {"file path": "a.txt"}}
     ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name""write_file", "arguments": {"path": "m4x", "content": "m5x"}}',
+        '{"type": "function", "function": {"name""write_file", "arguments": {"path": "m4x"}}}',
+    ],
+)
+def test_a_missing_colon_after_a_quoted_key_is_still_repaired(body: str) -> None:
+    # The key is written whole, in its quotes: only the colon is missing.
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert [call.name for call in result.tool_calls] == ["write_file"]
+    assert result.invalid_tool_calls == []

@@ -102,13 +102,11 @@ def _quoted_as_written(written: str, string: str) -> bool:
 
 
 def _keyed_as_written(written: str, key: str) -> bool:
-    """Whether `written` holds `key` before a colon: in quotes of either kind, or bare."""
-    forms = [canonical(key), "'" + key.replace("\\", "\\\\").replace("'", "\\'") + "'"]
-    forms += [quote + key + quote for quote in "\"'" if quote not in key]
-    patterns = [re.escape(form) for form in forms]
-    if _BARE_KEY.fullmatch(key):
-        patterns.append(r"(?<![\w\"'\\])" + re.escape(key))
-    return re.search(rf"(?:{'|'.join(patterns)})\s*:", written) is not None
+    """Whether `written` holds `key` whole: as one string, or bare before a colon."""
+    if _quoted_as_written(written, key):
+        return True
+    bare = rf"(?<![\w\"'\\]){re.escape(key)}\s*:"
+    return bool(_BARE_KEY.fullmatch(key)) and re.search(bare, written) is not None
 
 
 def faithful(written: str, value: Any) -> bool:
@@ -121,9 +119,7 @@ def faithful(written: str, value: Any) -> bool:
         return False
     keys, strings = _keys_and_strings(value)
     quoted = all(
-        _quoted_as_written(written, string)
-        for string in keys + strings
-        if "'" in string or '"' in string
+        _quoted_as_written(written, string) for string in strings if "'" in string or '"' in string
     )
     return quoted and all(_keyed_as_written(written, key) for key in keys)
 
