@@ -432,3 +432,10 @@ def test_a_missing_colon_after_a_quoted_key_is_still_repaired(body: str) -> None
     result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
     assert [call.name for call in result.tool_calls] == ["write_file"]
     assert result.invalid_tool_calls == []
+
+
+def test_a_block_json_repair_reads_as_an_empty_list_is_one_invalid_call() -> None:
+    # json-repair reads this body as `[]`: no item to cut the text into (it raised).
+    text = "<tool_call>write_fil>write_file(path='m1x',\n content='m2x',\n m4x=[])</tool_call>"
+    invalid = only_invalid(text)
+    assert invalid.arguments == text.removeprefix("<tool_call>").removesuffix("</tool_call>")

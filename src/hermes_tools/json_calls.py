@@ -375,7 +375,8 @@ class JsonCallReader(CallReader[_State]):
         reading = repair(body) if repairable and self._repairable and body else None
         if isinstance(reading, list) and len(reading) == 1:
             reading = reading[0]
-        items = _items(body, reading) if isinstance(reading, list) else None
+        several = reading if isinstance(reading, list) and len(reading) > 1 else None
+        items = _items(body, several) if several is not None else None
         adopt = open_call.pending if open_call is not None else None
         for value, written, text in items or [(reading, body, raw)]:
             if isinstance(value, dict) and usable_reading(written, value):
