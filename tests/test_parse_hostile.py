@@ -439,3 +439,20 @@ def test_a_block_json_repair_reads_as_an_empty_list_is_one_invalid_call() -> Non
     text = "<tool_call>write_fil>write_file(path='m1x',\n content='m2x',\n m4x=[])</tool_call>"
     invalid = only_invalid(text)
     assert invalid.arguments == text.removeprefix("<tool_call>").removesuffix("</tool_call>")
+
+
+def test_a_huge_integer_in_a_call_after_a_broken_one_does_not_come_back_as_a_string() -> None:
+    # json-repair reads an integer JSON cannot carry as a string: the call must stay invalid.
+    digits = "7" * (MAX_INT_DIGITS + 1)
+    broken = '{ <think>m4x</think> "name": "write_file", "arguments": {"path": "m2x"}}'
+    huge = f'{{"name": "write_file", "path": "m5x", "big": {digits}}}'
+    result = parse_every_way(f"<tool_call>{broken}\n{huge}</tool_call>", TOOLS)
+    assert result.tool_calls == []
+    assert [call.arguments for call in result.invalid_tool_calls] == [broken, huge]
+
+
+def test_a_number_written_as_a_string_survives_a_repair() -> None:
+    text = '<tool_call>{"name": "write_file", "arguments": {"path": "0123", , "content": "1e5"}}</tool_call>'
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "write_file", "arguments": {"path": "0123", "content": "1e5"}}
+    ]

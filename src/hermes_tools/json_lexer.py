@@ -142,7 +142,7 @@ class JsonLexer:
         """`max_key`: keys of the top-level object longer than this stop the lexer with an
         error (a reader that only accepts a few short keys there gives up before a long quoted
         "key" swallows a tag). `bare_words`: a word that starts with a letter and is no
-        literal is read as a string value (`"city": Oslo`), as unquoted keys are."""
+        literal is read as the string value of a key (`"city": Oslo`), as unquoted keys are."""
         self._sink = sink
         self._bare_words = bare_words
         self._max_key = max_key
@@ -358,7 +358,9 @@ class JsonLexer:
             if value in (float("inf"), float("-inf")):
                 self._past_limit(f"the number {word[:40]} is too large for JSON")
                 return
-        elif self._bare_words and (word[0].isalpha() or word[0] == "_"):
+        elif (
+            self._bare_words and self._stack[-1:] == ["{"] and (word[0].isalpha() or word[0] == "_")
+        ):
             self._sink.begin_string()
             self._sink.string_chunk(word)
             self._sink.end_string()

@@ -18,6 +18,7 @@ from hermes_tools.json_lexer import canonical, repair
 from hermes_tools.json_limits import value_problem
 
 _BARE_KEY = re.compile(r"[^\s\"':,{}\[\]()\\]+")  # a key json-repair may read without quotes
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
@@ -114,12 +115,15 @@ def faithful(written: str, value: Any) -> bool:
     strings was written inside that string, and every key was written as a key. (json-repair
     reads `{'a': 'b', c:d': []}` as the key "c" with the value "d': []", and `"a": x "m7:x"`
     as the key "m7" with the value "x": the words are all there, but a quote or a colon
-    changed its role, and the call is a guess.)"""
+    changed its role, and the call is a guess. A number the model wrote stays a number: an
+    integer too long for JSON does not come back as a string.)"""
     if words(written) != words(" ".join(_atoms(value))):
         return False
     keys, strings = _keys_and_strings(value)
     quoted = all(
-        _quoted_as_written(written, string) for string in strings if "'" in string or '"' in string
+        _quoted_as_written(written, string)
+        for string in strings
+        if "'" in string or '"' in string or _NUMBER.fullmatch(string)
     )
     return quoted and all(_keyed_as_written(written, key) for key in keys)
 
