@@ -694,8 +694,8 @@ def _json_block(b: _Builder, *, tentative: bool = False) -> None:
         inner = "\n".join(call.body for call in calls)
     broken = False
     for number, call in enumerate(calls):
-        # After a call the lexer cannot read, the rest of the block is repaired as one piece,
-        # and a repair is only accepted when it holds exactly one call.
+        # After a call the lexer cannot read, the rest of the block is read by json-repair and
+        # cut into its items: whether the calls after it come out depends on that reading.
         last = number == len(calls) - 1
         call.call.must_parse = call.call.arguments is not None and not broken
         if call.breaks_lexer:

@@ -249,24 +249,210 @@ def test_a_fence_word_inside_a_call_block_is_kept_when_it_is_no_language() -> No
     ]
 
 
-# -- open findings of the long fuzz run (30,000 inputs, seed 1): see the issue 10 note ------
+# -- findings of the long fuzz run (30,000 inputs, seed 1) -------------------------------------
+
+BROKEN = '{"name": "get_weather", "arguments": {"city": "m6x", }, , "m9x": 1}'  # a key beside
+CLEAN = '{"type": "function", "function": {"name": "write_file", "arguments": {"path": "m13x"}}}'
 
 
-@pytest.mark.xfail(strict=True, reason="fuzz finding: a broken item hides the clean call after it")
-def test_a_clean_call_after_a_broken_item_of_the_same_list_is_read() -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"[{BROKEN}, {CLEAN}]",
+        f"\n[{BROKEN},\n {CLEAN}]\n",
+        f"{BROKEN}\n{CLEAN}",
+        f"```json\n[{BROKEN}, {CLEAN}]\n```",
+    ],
+)
+def test_a_clean_call_after_a_broken_item_of_the_same_block_is_read(body: str) -> None:
+    # The broken item used to take the rest of the block into its invalid call.
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert calls_as_dicts(result) == [{"name": "write_file", "arguments": {"path": "m13x"}}]
+    [invalid] = result.invalid_tool_calls
+    assert invalid.arguments == BROKEN
+    assert "beside its arguments" in invalid.error
+    assert everywhere(result).count("m13x") == 1
+
+
+def test_a_broken_item_that_repairs_is_read_in_its_place() -> None:
     text = (
         '<tool_call>\n[{"name": "write_file", "path": "m9x", "content": "m10x", , "m12x": 1}, '
         '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "m13x"}}}]'
         "\n</tool_call>"
     )
     result = parse_every_way(text, TOOLS)
-    assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": "m13x"}}]
-    assert len(result.invalid_tool_calls) == 1
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "m9x", "content": "m10x", "m12x": 1}},
+        {"name": "get_weather", "arguments": {"city": "m13x"}},
+    ]
+    assert result.invalid_tool_calls == []
 
 
-@pytest.mark.xfail(strict=True, reason="fuzz finding: json-repair guesses a mangled key")
-def test_a_mangled_key_is_not_guessed() -> None:
-    # json-repair reads `m6:x': []` as the key "m6" with the value "x': []".
-    only_invalid(
-        "<tool_call>{'arguments': {'path': 'm2x', m6:x': []}, 'name': 'write_file'}</tool_call>"
+def test_a_broken_item_with_a_string_holding_brackets_is_cut_where_it_ends() -> None:
+    broken = '{"name": "write_file", "arguments": {"content": "a}, {b"}, , "m9x": 1}'
+    result = parse_every_way(f"<tool_call>[{broken}, {CLEAN}]</tool_call>", TOOLS)
+    assert calls_as_dicts(result) == [{"name": "write_file", "arguments": {"path": "m13x"}}]
+    assert [call.arguments for call in result.invalid_tool_calls] == [broken]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{'arguments': {'path': 'm2x', m6:x': []}, 'name': 'write_file'}",
+        '{"name": "write_file", "argume"arguments": {"path": "m5x"}}',
+        "{'name': 'write_file', 'arguments': {'path': m2x', , 'content': 'm3x'}}",
+        '{"name": "write_file", "arguments": {"path":Infini\rty "m7:x", "content": "m8x"}}',
+    ],
+)
+def test_a_mangled_key_is_not_guessed(body: str) -> None:
+    # json-repair reads `m6:x': []` as the key "m6" with the value "x': []", `"argume"arguments"`
+    # as one key, `"m7:x"` as the key "m7" with the value "x": every word is there, but a
+    # quote or a colon changed its role.
+    assert only_invalid(f"<tool_call>{body}</tool_call>").arguments == body
+
+
+@pytest.mark.parametrize(
+    ("body", "content"),
+    [
+        ('{"content": \'say "hi"\', , "path": "a"}', 'say "hi"'),
+        ('{"content": "say \\"hi\\"", , "path": "a"}', 'say "hi"'),
+        ("{'content': 'it\\'s', , 'path': 'a'}", "it's"),
+    ],
+)
+def test_quotes_written_inside_a_string_survive_a_repair(body: str, content: str) -> None:
+    text = f'<tool_call>{{"name": "write_file", "arguments": {body}}}</tool_call>'
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "write_file", "arguments": {"content": content, "path": "a"}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("m\ud800\udfffx", "m\ud800\udfffx"),  # surrogates written as characters: as written
+        ("m\\ud83d\\ude00x", "m\U0001f600x"),  # a pair of escapes: the character, as json.loads
+        ("m\\ud83dx", "m\ufffdx"),  # a lone escape: U+FFFD, as the lexer reads it
+    ],
+)
+def test_a_repaired_call_keeps_surrogates_as_a_strict_one_does(written: str, read: str) -> None:
+    repaired = f'<tool_call>{{"name": "write_file", "arguments": {{"path": "{written}", , "content": "a"}}}}</tool_call>'
+    strict = f'<tool_call>{{"name": "write_file", "arguments": {{"path": "{written}", "content": "a"}}}}</tool_call>'
+    expected = [{"name": "write_file", "arguments": {"path": read, "content": "a"}}]
+    assert calls_as_dicts(parse_every_way(repaired, TOOLS)) == expected
+    assert calls_as_dicts(parse_every_way(strict, TOOLS)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "m3{'x\nm4 `<tool_call>m5x</tool_call>` b",
+        "m3{'x\r\nm4 `<tool_call>m5x</tool_call>` b",
+        'm4{\'&x\tm5x.\n```xml\n<tool_call>{"name": "get_weather"}</tool_call>\n```\nm10x',
+        "m3{'a`<tool_call>m5x</tool_call>` b",
+    ],
+)
+def test_code_after_a_brace_in_prose_is_still_code(text: str) -> None:
+    # A `{` may open a call without tags; its "key" used to run over the backticks or the line
+    # break, and the tag in the code after it became a call.
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text
+
+
+def test_a_call_after_inline_code_following_a_brace_is_read() -> None:
+    # The fuzz input: a stray end tag, a `{` in prose, a tag in inline code, then an LFM2 block.
+    text = (
+        "m1x <|python_end|> m2xm3{'x\r\nm4\\x.\n`<tool_call>m5x</tool_call>` "
+        "<|tool_call_start|>[write_file(path='m6={x',\n    content='m7<>x')]<|tool_call_end|>"
     )
+    result = parse_every_way(text, TOOLS)
+    assert result.content == "m1x <|python_end|> m2xm3{'x\r\nm4\\x.\n`<tool_call>m5x</tool_call>`"
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "m6={x", "content": "m7<>x"}}
+    ]
+    assert result.invalid_tool_calls == []
+
+
+def test_a_broken_item_json_repair_cannot_read_faithfully_keeps_only_its_own_text() -> None:
+    broken = '{"name": "write_file", "arguments": {"path":Infini\rty "m7:x"}}'
+    result = parse_every_way(f"<tool_call>[{broken}, {CLEAN}]</tool_call>", TOOLS)
+    assert calls_as_dicts(result) == [{"name": "write_file", "arguments": {"path": "m13x"}}]
+    assert [call.arguments for call in result.invalid_tool_calls] == [broken]
+
+
+def test_an_unquoted_word_in_a_block_is_a_string_value() -> None:
+    # json-repair misread such a call when a later string held an escape and a `[`: it took
+    # the closing `"}` into the string. The lexer reads the word itself, as it reads
+    # unquoted keys.
+    text = (
+        '<tool_call>{"name": "write_file", "arguments": {"path": m6x, '
+        '"content": "m3x\\n\\nm4x {} m5[x"}}]</tool_call>'
+    )
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "write_file", "arguments": {"path": "m6x", "content": "m3x\n\nm4x {} m5[x"}}
+    ]
+
+
+def test_an_unquoted_word_outside_a_block_is_no_call() -> None:
+    text = '{"name": "get_weather", "arguments": {"city": Oslo}}'
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == text
+
+
+def test_a_mangled_parameter_tag_is_not_guessed() -> None:
+    # A mutation cut `<parameter=city>m2}=x m3>北x`: the "name" ran to the next `>`.
+    text = "<function=get_weather><parameter=city2}=x m3>m4x</parameter></function>"
+    invalid = only_invalid(text)
+    assert "not a parameter name" in invalid.error
+    assert invalid.arguments == text
+
+
+def test_a_parameter_the_tool_declares_may_have_any_name() -> None:
+    tool = {
+        "name": "lookup",
+        "parameters": {"type": "object", "properties": {"file path": {"type": "string"}}},
+    }
+    text = "<function=lookup><parameter=file path>a.txt</parameter></function>"
+    assert calls_as_dicts(parse_every_way(text, [tool])) == [
+        {"name": "lookup", "arguments": {"file path": "a.txt"}}
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name""write_file", "arguments": {"path": "m4x", "content": "m5x"}}',
+        '{"type": "function", "function": {"name""write_file", "arguments": {"path": "m4x"}}}',
+    ],
+)
+def test_a_missing_colon_after_a_quoted_key_is_still_repaired(body: str) -> None:
+    # The key is written whole, in its quotes: only the colon is missing.
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert [call.name for call in result.tool_calls] == ["write_file"]
+    assert result.invalid_tool_calls == []
+
+
+def test_a_block_json_repair_reads_as_an_empty_list_is_one_invalid_call() -> None:
+    # json-repair reads this body as `[]`: no item to cut the text into (it raised).
+    text = "<tool_call>write_fil>write_file(path='m1x',\n content='m2x',\n m4x=[])</tool_call>"
+    invalid = only_invalid(text)
+    assert invalid.arguments == text.removeprefix("<tool_call>").removesuffix("</tool_call>")
+
+
+def test_a_huge_integer_in_a_call_after_a_broken_one_does_not_come_back_as_a_string() -> None:
+    # json-repair reads an integer JSON cannot carry as a string: the call must stay invalid.
+    digits = "7" * (MAX_INT_DIGITS + 1)
+    broken = '{ <think>m4x</think> "name": "write_file", "arguments": {"path": "m2x"}}'
+    huge = f'{{"name": "write_file", "path": "m5x", "big": {digits}}}'
+    result = parse_every_way(f"<tool_call>{broken}\n{huge}</tool_call>", TOOLS)
+    assert result.tool_calls == []
+    assert [call.arguments for call in result.invalid_tool_calls] == [broken, huge]
+
+
+def test_a_number_written_as_a_string_survives_a_repair() -> None:
+    text = '<tool_call>{"name": "write_file", "arguments": {"path": "0123", , "content": "1e5"}}</tool_call>'
+    assert calls_as_dicts(parse_every_way(text, TOOLS)) == [
+        {"name": "write_file", "arguments": {"path": "0123", "content": "1e5"}}
+    ]

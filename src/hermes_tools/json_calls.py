@@ -25,10 +25,10 @@ from typing import Any
 
 from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.identity_enum import IdentityEnum
-from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink
+from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, repair
 from hermes_tools.json_writer import CanonicalWriter
 from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
-from hermes_tools.repairs import faithful_repair
+from hermes_tools.repairs import faithful_repair, usable_reading
 from hermes_tools.tags import BlockEnd, NeedMore, cut_off
 from hermes_tools.tools import Toolbox
 
@@ -46,6 +46,9 @@ _FENCE_MARK = re.compile(rf"`{{3,64}}(?:{CALL_FENCE_LANGUAGES})?(?![A-Za-z0-9_+.
 _FENCE_HEAD = re.compile(r"`{3,64}[A-Za-z0-9_+.-]{0,16}")
 _LAYOUT = re.compile(r"[\s,\[\]`]*")  # a fence's info word left at the end is not layout
 _FENCE_CLOSE = re.compile(r"\n[ \t]*`{3,}\s*$")
+_LIST_START = re.compile(r"\s*\[?[\s,;]*")  # a list's opening bracket, when the broken text has it
+_ITEM_END = re.compile(r"[}\]](?=[\s,;]*[{\[])")  # where an item may end: the next opens
+_MAX_WRONG_CUTS = 8
 
 
 class _Field(IdentityEnum):
@@ -130,6 +133,7 @@ class _State(IdentityEnum):
 
 _NOT_JSON = "expected a JSON object with the call's name and arguments"
 _NOT_A_CALL = "a list of calls may only hold call objects"
+_NOT_READ = "the call is not valid JSON"
 
 
 class JsonCallReader(CallReader[_State]):
@@ -257,8 +261,13 @@ class JsonCallReader(CallReader[_State]):
             return pos
         ch = text[pos]
         if ch == "{" or (ch == "[" and not self._strict):
-            # Outside a block, every key of a call is one of a few short words.
-            self._lexer = JsonLexer(self, max_key=_MAX_SHAPE_KEY if self._strict else None)
+            # Outside a block, every key of a call is one of a few short words, and values
+            # are not read without quotes (in a block they are, as keys are).
+            self._lexer = (
+                JsonLexer(self, max_key=_MAX_SHAPE_KEY)
+                if self._strict
+                else JsonLexer(self, bare_words=True)
+            )
             self._state = _State.VALUE
             return pos
         if ch == "`" and not self._strict:
@@ -353,25 +362,30 @@ class JsonCallReader(CallReader[_State]):
         self._settled = end
 
     def _settle_failure(self, end: int, *, repairable: bool) -> None:
-        """The lexer gave up; the bad text runs to `end`. Repair it if the block was closed,
-        the repair is faithful and holds exactly one call."""
+        """The lexer gave up; the bad text runs to `end`. If the block was closed, json-repair
+        reads it: a faithful reading of a call is replayed as that call. A reading of several
+        values (a broken item, then the items after it) is cut into the text of each, and
+        each is a call of its own: the broken one does not take the rest with it."""
         assert self._failure is not None
         error, start = self._failure
-        raw = self._raw.slice(start, end).strip()
-        open_call = self._call
-        body = _FENCE_CLOSE.sub("", raw)  # a fence closed after the broken call is layout
-        repaired = faithful_repair(body) if repairable and self._repairable and body else None
-        if isinstance(repaired, list) and len(repaired) == 1:
-            repaired = repaired[0]
-        if isinstance(repaired, dict):
-            self._replay(repaired, open_call.pending if open_call is not None else None, raw)
-        elif open_call is not None:
-            self._call = None
-            open_call.pending.fail(error, raw)
-        elif raw:
-            PendingCall(self._emitter, self._toolbox).fail(error, raw)
-        self._settled = end
         self._failure = None
+        raw = self._raw.slice(start, end).strip()
+        open_call, self._call = self._call, None
+        body = _FENCE_CLOSE.sub("", raw)  # a fence closed after the broken call is layout
+        reading = repair(body) if repairable and self._repairable and body else None
+        if isinstance(reading, list) and len(reading) == 1:
+            reading = reading[0]
+        several = reading if isinstance(reading, list) and len(reading) > 1 else None
+        items = _items(body, several) if several is not None else None
+        adopt = open_call.pending if open_call is not None else None
+        for value, written, text in items or [(reading, body, raw)]:
+            if isinstance(value, dict) and usable_reading(written, value):
+                self._replay(value, adopt, text)
+            elif adopt is not None or text:
+                (adopt or PendingCall(self._emitter, self._toolbox)).fail(error, text)
+            adopt = None
+            error = _NOT_A_CALL if not isinstance(value, dict) else _NOT_READ
+        self._settled = end
 
     def _replay(self, value: dict[str, Any], adopt: PendingCall | None, raw: str) -> None:
         """Route the repaired value as if the model had written it; the open call keeps its
@@ -626,6 +640,40 @@ JsonCallReader.HANDLERS = {
     _State.VALUE: JsonCallReader._value,
     _State.FAILED: JsonCallReader._failed,
 }
+
+
+def _items(text: str, values: list[Any]) -> list[tuple[Any, str, str]] | None:
+    """Each of `values` (json-repair's reading of `text` as several values) with the text it
+    was read from (twice: as read, and as an invalid call's raw text). The text is cut after
+    the bracket that closes an item where the next one opens: the first such cut whose text
+    json-repair reads as exactly the item. None if there is none (or finding it takes more
+    than a few tries: each try is a repair)."""
+    tries = len(values) + _MAX_WRONG_CUTS
+    start = _skip(_LIST_START, text, 0)
+    cuts = _ITEM_END.finditer(text, start)
+    out: list[tuple[Any, str, str]] = []
+    for value in values[:-1]:
+        for cut in cuts:
+            tries -= 1
+            if tries < 0:
+                return None
+            piece = text[start : cut.end()]
+            if repair(piece) == value:
+                out.append((value, piece, piece))
+                start = _skip(_SEPARATORS, text, cut.end())
+                break
+        else:
+            return None
+    rest = text[start:].rstrip()
+    if not rest or repair(rest) != values[-1]:
+        return None
+    return [*out, (values[-1], rest, rest)]
+
+
+def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    match = pattern.match(text, pos)
+    assert match is not None  # the patterns match the empty string
+    return match.end()
 
 
 def _trim(raw: str) -> str:

@@ -25,7 +25,10 @@ from typing import Any, Protocol
 from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
-_LIMITED_KEY_STOP = {'"': re.compile(r'["\\<]'), "'": re.compile(r"['\\<]")}
+# A limited key (a call's key outside any tag) also stops at what no key of a call holds and
+# what the text around it must still see: a tag, a backtick (code), a line break (a fence).
+_LIMITED_KEY_STOP = {'"': re.compile(r'["\\<`\r\n]'), "'": re.compile(r"['\\<`\r\n]")}
+_NOT_IN_A_KEY = "<`\r\n"
 # From a backslash: a run of characters and complete two-character escapes, decoded in one
 # piece (text with many escapes, like code in a file's content, would otherwise cost a step
 # per escape); `\\u` escapes and anything unusual are left to the step-by-step path.
@@ -113,6 +116,7 @@ class NullSink:
 
 class JsonLexer:
     __slots__ = (
+        "_bare_words",
         "_escape",
         "_expect",
         "_halted",
@@ -132,11 +136,15 @@ class JsonLexer:
         "past_limit",
     )
 
-    def __init__(self, sink: TokenSink, *, max_key: int | None = None) -> None:
+    def __init__(
+        self, sink: TokenSink, *, max_key: int | None = None, bare_words: bool = False
+    ) -> None:
         """`max_key`: keys of the top-level object longer than this stop the lexer with an
         error (a reader that only accepts a few short keys there gives up before a long quoted
-        "key" swallows a tag)."""
+        "key" swallows a tag). `bare_words`: a word that starts with a letter and is no
+        literal is read as the string value of a key (`"city": Oslo`), as unquoted keys are."""
         self._sink = sink
+        self._bare_words = bare_words
         self._max_key = max_key
         self._key_length = 0
         self._stack: list[str] = []
@@ -350,6 +358,14 @@ class JsonLexer:
             if value in (float("inf"), float("-inf")):
                 self._past_limit(f"the number {word[:40]} is too large for JSON")
                 return
+        elif (
+            self._bare_words and self._stack[-1:] == ["{"] and (word[0].isalpha() or word[0] == "_")
+        ):
+            self._sink.begin_string()
+            self._sink.string_chunk(word)
+            self._sink.end_string()
+            self._after_value()
+            return
         else:
             self.error = f"cannot read {word!r} as a JSON value"
             return
@@ -390,9 +406,9 @@ class JsonLexer:
             if stop - pos >= room:  # stop one character past the limit, whatever the chunking
                 self._emit_chars(text[pos : pos + room])
                 return pos + room
-            if match is not None and text[stop] == "<":  # no key of a call holds a tag
+            if match is not None and text[stop] in _NOT_IN_A_KEY:
                 self._emit_chars(text[pos:stop])
-                self.error = "a key holds '<'"
+                self.error = f"a key holds {text[stop]!r}"
                 return stop
         if stop > pos:
             self._emit_chars(text[pos:stop])
@@ -486,6 +502,21 @@ def canonical(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# A `\\u` escape of a surrogate (after an even run of backslashes): a pair, or a lone one.
+_ESCAPED_SURROGATE = re.compile(
+    r"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
+)
+
+
+def _surrogate_decoded(match: re.Match[str]) -> str:
+    escape = match.group(2)
+    if len(escape) == 6:
+        return match.group(1) + "\ufffd"
+    high, low = int(escape[2:6], 16) - 0xD800, int(escape[8:], 16) - 0xDC00
+    return match.group(1) + chr(0x10000 + (high << 10) + low)
+
+
 def repair(text: str) -> Any:
     """json-repair's reading of `text`, or None when it finds nothing there or `text` is
     longer than MAX_REPAIR_CHARS (see `json_limits`)."""
@@ -493,6 +524,10 @@ def repair(text: str) -> Any:
         return None
     import json_repair  # imported on first use: it costs more than the whole parser to load
 
+    # json-repair decodes the escapes of a surrogate pair to two characters; the lexer, like
+    # json.loads, to the one they stand for (a lone one to U+FFFD). Decoded here first, so
+    # that surrogates written as characters stay exactly as written.
+    text = _ESCAPED_SURROGATE.sub(_surrogate_decoded, text)
     try:
         value = json_repair.loads(text)
     except Exception:  # json-repair raises assorted errors on hopeless input

@@ -13,21 +13,6 @@ from typing import Any
 from hermes_tools.json_lexer import canonical
 
 
-def _joined(text: str) -> str:
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
-
-
-def pairs_joined(value: Any) -> Any:
-    """`value` with every surrogate pair in its strings made the character it encodes."""
-    if isinstance(value, str):
-        return _joined(value)
-    if isinstance(value, list):
-        return [pairs_joined(item) for item in value]
-    if isinstance(value, dict):
-        return {_joined(key): pairs_joined(item) for key, item in value.items()}
-    return value
-
-
 class CanonicalWriter:
     """A `TokenSink` writing one value; `complete` once that value has closed."""
 
@@ -50,9 +35,8 @@ class CanonicalWriter:
 
     @staticmethod
     def of(value: Any) -> str:
-        """The canonical text of a whole value; a surrogate pair json-repair left as two
-        characters becomes the one character it stands for (a lone one stays as it is)."""
-        return canonical(pairs_joined(value))
+        """The canonical text of a whole value."""
+        return canonical(value)
 
     def write_value(self, value: Any) -> None:
         """Write a whole value at once (used when a value had to be decoded in one piece)."""

@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hermes_tools.json_lexer import repair
+from hermes_tools.json_lexer import canonical, repair
 from hermes_tools.json_limits import value_problem
 
+_BARE_KEY = re.compile(r"[^\s\"':,{}\[\]()\\]+")  # a key json-repair may read without quotes
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
@@ -75,14 +77,63 @@ class _Key:
         self.text = text
 
 
+def _keys_and_strings(value: Any) -> tuple[list[str], list[str]]:
+    """The keys of a value's objects, and its string values."""
+    keys: list[str] = []
+    strings: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            keys.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            strings.append(item)
+    return keys, strings
+
+
+def _quoted_as_written(written: str, string: str) -> bool:
+    """Whether `written` holds `string` as one string: in quotes of a kind it does not
+    contain, or with its quotes escaped."""
+    forms = [canonical(string), "'" + string.replace("\\", "\\\\").replace("'", "\\'") + "'"]
+    forms += [quote + string + quote for quote in "\"'" if quote not in string]
+    return any(form in written for form in forms)
+
+
+def _keyed_as_written(written: str, key: str) -> bool:
+    """Whether `written` holds `key` whole: as one string, or bare before a colon."""
+    if _quoted_as_written(written, key):
+        return True
+    bare = rf"(?<![\w\"'\\]){re.escape(key)}\s*:"
+    return bool(_BARE_KEY.fullmatch(key)) and re.search(bare, written) is not None
+
+
 def faithful(written: str, value: Any) -> bool:
-    """Whether `value` spells exactly the words of `written`."""
-    return words(written) == words(" ".join(_atoms(value)))
+    """Whether `value` spells exactly the words of `written`, every quote inside one of its
+    strings was written inside that string, and every key was written as a key. (json-repair
+    reads `{'a': 'b', c:d': []}` as the key "c" with the value "d': []", and `"a": x "m7:x"`
+    as the key "m7" with the value "x": the words are all there, but a quote or a colon
+    changed its role, and the call is a guess. A number the model wrote stays a number: an
+    integer too long for JSON does not come back as a string.)"""
+    if words(written) != words(" ".join(_atoms(value))):
+        return False
+    keys, strings = _keys_and_strings(value)
+    quoted = all(
+        _quoted_as_written(written, string)
+        for string in strings
+        if "'" in string or '"' in string or _NUMBER.fullmatch(string)
+    )
+    return quoted and all(_keyed_as_written(written, key) for key in keys)
+
+
+def usable_reading(text: str, value: Any) -> bool:
+    """Whether json-repair's reading `value` of `text` is faithful and usable as arguments."""
+    return value_problem(value) is None and faithful(text, value)
 
 
 def faithful_repair(text: str) -> Any:
     """json-repair's reading of `text` if it is faithful and usable as arguments, else None."""
     value = repair(text)
-    if value is None or value_problem(value) is not None or not faithful(text, value):
-        return None
-    return value
+    return value if value is not None and usable_reading(text, value) else None

@@ -44,6 +44,9 @@ from hermes_tools.tools import Toolbox
 
 _WHITESPACE = re.compile(r"\s*")
 _NAME_ATTRIBUTE = re.compile(r"""\s*name\s*=\s*["']?([^"'\s>]*)["']?\s*""")
+# A parameter's name as tags write it (a tool's own parameter may be named anything): with
+# whitespace, `=` or brackets it is a mangled tag, and its value would be a guess.
+_PARAMETER_NAME = re.compile(r"""[^\s<>="'{}\[\]]+""")
 _MAX_HEAD = 256  # a tag head longer than this without its `>` is malformed
 
 
@@ -244,6 +247,10 @@ class XmlCallReader(CallReader[_State]):
         if head is None:
             return self._start_skip("malformed <parameter=...> tag", pos)
         name, end = head
+        if not _PARAMETER_NAME.fullmatch(name) and (
+            self._toolbox.parameter_schema(call.name or "", name) is None
+        ):
+            return self._start_skip(f"{name[:40]!r} is not a parameter name", end)
         if self._json is not None:
             return self._start_skip("the call mixes a JSON body with <parameter=...> tags", end)
         if name in self._seen:
