@@ -20,9 +20,31 @@ from __future__ import annotations
 import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
-from typing import Any, Protocol
 
 from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    # What the lexer reports to (a protocol: only mypy needs the class).
+    class TokenSink(Protocol):
+        def begin_container(self, kind: str) -> None:
+            """`kind` is "{" for an object, "[" for an array (tuples are reported as arrays)."""
+
+        def end_container(self) -> None: ...
+
+        def key(self, name: str) -> None: ...
+
+        def begin_string(self) -> None: ...
+
+        def string_chunk(self, text: str) -> None: ...
+
+        def end_string(self) -> None: ...
+
+        def scalar(self, value: Any) -> None:
+            """A complete number, boolean or null."""
+
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
 _LIMITED_KEY_STOP = {'"': re.compile(r'["\\<]'), "'": re.compile(r"['\\<]")}
@@ -68,24 +90,6 @@ _VALUE = 0  # a value (or, inside an array, its end)
 _KEY = 1  # a key (or the end of the object)
 _COLON = 2
 _AFTER = 3  # a comma or the end of the enclosing container
-
-
-class TokenSink(Protocol):
-    def begin_container(self, kind: str) -> None:
-        """`kind` is "{" for an object, "[" for an array (tuples are reported as arrays)."""
-
-    def end_container(self) -> None: ...
-
-    def key(self, name: str) -> None: ...
-
-    def begin_string(self) -> None: ...
-
-    def string_chunk(self, text: str) -> None: ...
-
-    def end_string(self) -> None: ...
-
-    def scalar(self, value: Any) -> None:
-        """A complete number, boolean or null."""
 
 
 class NullSink:

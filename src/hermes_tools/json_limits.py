@@ -20,7 +20,10 @@ says where its JSON broke, and the model is asked again like for any invalid cal
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 100
 MAX_INT_DIGITS = 4300

@@ -12,10 +12,13 @@ words once quotes, commas, colons, brackets, backslashes and whitespace are set 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hermes_tools.json_lexer import repair
 from hermes_tools.json_limits import value_problem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)

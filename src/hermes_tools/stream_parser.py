@@ -55,12 +55,10 @@ when the reply ends, so the user gets the answer.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from hermes_tools.call_reader import Block
 from hermes_tools.errors import HermesToolsError, WrongTypeError
@@ -137,19 +135,37 @@ def new_call_id() -> str:
     return "call_" + os.urandom(12).hex()
 
 
-@dataclass(slots=True)
 class _Tentative:
     """Text held back with its events until it is known whether it was a call."""
 
-    channel: TextChannel
-    pending: str  # the channel's whitespace before it
-    first_index: int
-    resume: State  # where to go back to if it is rejected
-    raw: list[str] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    awaiting_fence_close: bool = False
-    quoted: bool = False  # a tagless call in it repeats text of the conversation
-    info: list[str] = field(default_factory=list)  # FENCE_HEAD: the fence's info line so far
+    __slots__ = (
+        "awaiting_fence_close",
+        "channel",
+        "events",
+        "first_index",
+        "info",
+        "pending",
+        "quoted",
+        "raw",
+        "resume",
+    )
+
+    def __init__(self, channel: TextChannel, pending: str, first_index: int, resume: State) -> None:
+        self.channel = channel
+        self.pending = pending  # the channel's whitespace before it
+        self.first_index = first_index
+        self.resume = resume  # where to go back to if it is rejected
+        self.raw: list[str] = []
+        self.events: list[Event] = []
+        self.awaiting_fence_close = False
+        self.quoted = False  # a tagless call in it repeats text of the conversation
+        self.info: list[str] = []  # FENCE_HEAD: the fence's info line so far
+
+
+def _with_id(call: ToolCall | InvalidToolCall, call_id: str) -> ToolCall | InvalidToolCall:
+    if isinstance(call, ToolCall):
+        return ToolCall(call_id, call.name, call.arguments)
+    return InvalidToolCall(call_id, call.name, call.arguments, call.error)
 
 
 Reader = JsonCallReader | XmlCallReader | PythonicCallReader
@@ -876,8 +892,7 @@ class StreamParser:
                 ids[event.index] = self._call_id()
                 event = ToolCallStart(event.index, ids[event.index], event.name)
             elif isinstance(event, ToolCallEnd):
-                call = dataclasses.replace(event.call, id=ids[event.index])
-                event = ToolCallEnd(event.index, call)
+                event = ToolCallEnd(event.index, _with_id(event.call, ids[event.index]))
             self._release(event)
         self._boundary()
         tentative.channel.boundary_after(tentative.pending)
