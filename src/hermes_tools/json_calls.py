@@ -191,10 +191,22 @@ class JsonCallReader(CallReader[_State]):
     def string_run(self, text: str) -> bool:
         # Inside a string nothing is settled, so what `_fed` would release can wait.
         lexer = self._lexer
-        if self._state is not _State.VALUE or lexer is None or not lexer.string_run(text):
+        if self._state is not _State.VALUE or lexer is None:
+            return False
+        decoded = lexer.string_text(text)
+        if decoded is None:
             return False
         self._raw.add(text)
-        self._flush_args()
+        if decoded:
+            call = self._call
+            args = None if call is None else call.args
+            if args is not None and self._route is args:
+                # A string inside the arguments object (a file's content...): the most
+                # frequent feed of all goes straight from the writer to the call.
+                call.pending.write_args(args.string_text(decoded))  # type: ignore[union-attr]
+            else:
+                self.string_chunk(decoded)
+                self._flush_args()
         return True
 
     def _keep_from(self) -> int:

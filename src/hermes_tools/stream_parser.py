@@ -323,11 +323,14 @@ class StreamParser:
         return index, call_id
 
     def call_args(self, index: int, text: str) -> None:
-        # The most frequent event (one per feed inside an argument): `_emit` written out.
-        if self._tentative is None:
-            self._release(ToolCallArgsDelta(index, text))
-        else:
+        # The most frequent event (one per feed inside an argument): `_emit` written out, and
+        # `_release` too when it is the feed's first event (nothing to merge with).
+        if self._tentative is not None:
             self._tentative.events.append(ToolCallArgsDelta(index, text))
+        elif not self._out:
+            self._out.append(ToolCallArgsDelta(index, text))
+        else:
+            self._release(ToolCallArgsDelta(index, text))
 
     def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None:
         self._emit(ToolCallEnd(index, call))
