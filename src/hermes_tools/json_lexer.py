@@ -218,6 +218,7 @@ class JsonLexer:
             body = text[:-1] if cut else text
             if "\\u" in body:
                 return None  # `\u` escapes (surrogates) are the step-by-step path's
+            decoded: str
             try:
                 decoded, end = scanstring(body + '"', 0, False)
             except ValueError:  # an escape JSON does not have
