@@ -41,8 +41,8 @@ _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
 _ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args"})
 _IGNORED_KEYS = frozenset({"type", "id"})
 _FUNCTION_KEY = "function"
-_SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
-_MAX_SHAPE_KEY = max(map(len, _SHAPE_KEYS))
+SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
+_MAX_SHAPE_KEY = max(map(len, SHAPE_KEYS))
 _SEPARATORS = re.compile(r"[\s,;]*")  # Llama separates calls with `;`
 # A fence around calls: its info word is a language calls are written in, or nothing; any
 # other word is text the model wrote, not layout.
@@ -478,7 +478,7 @@ class JsonCallReader(CallReader[_State]):
         if call is None:
             return
         field = _field(name)
-        if self._strict and name not in _SHAPE_KEYS:
+        if self._strict and name not in SHAPE_KEYS:
             self._reject()
         if self._require_arguments and field is _Field.ARGUMENTS and name != "arguments":
             self._reject()

@@ -74,7 +74,7 @@ from hermes_tools.events import (
     ToolCallStart,
 )
 from hermes_tools.identity_enum import IdentityEnum
-from hermes_tools.json_calls import JsonCallReader
+from hermes_tools.json_calls import SHAPE_KEYS, JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
 from hermes_tools.pythonic_calls import PythonicCallReader, starts_pythonic
@@ -121,6 +121,11 @@ _PYTHONIC_FENCES = frozenset({"tool_code", "tool_call"})
 _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for its end
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
+# `{`, a whole bare word (the JSON lexer's word characters) and the next character that is
+# not the lexer's whitespace or a `:`.
+_BARE_KEY = re.compile(
+    r"\{[ \t\r\n]*([A-Za-z0-9_+\-.$]+)(?![A-Za-z0-9_+\-.$])[ \t\r\n]*[^ \t\r\n:]"
+)
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
 _MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
 _JOINED = 256
@@ -128,6 +133,16 @@ _JOINED = 256
 
 class ParserClosedError(HermesToolsError, RuntimeError):
     """`feed` or `close` was called on a parser that was already closed."""
+
+
+def _no_call_object(buf: str, at: int) -> bool:
+    """Whether the `{` at `at` visibly starts no call: its first key is a bare word that no
+    call has (`{x}`, `{brace}` in prose) and no `:` follows it. The strict reader would
+    reject the object at that word and, its lexer failing on the next character, hand the
+    text back to CONTENT there; deciding it here spares making a reader. Anything the buffer
+    does not show yet takes the reader."""
+    found = _BARE_KEY.match(buf, at)
+    return found is not None and found.group(1) not in SHAPE_KEYS
 
 
 def new_call_id() -> str:
@@ -270,8 +285,8 @@ class StreamParser:
 
     def _in_one_run(self, text: str) -> bool:
         """The fast path of `feed`: text that lies wholly inside one run (an argument's
-        string, prose, reasoning) is taken in one step, without the state loop. False, with
-        nothing done, for anything else."""
+        string, prose, reasoning, code) is taken in one step, without the state loop. False,
+        with nothing done, for anything else."""
         state = self._state
         if state is State.BLOCK:
             return self._reader is not None and self._reader.string_run(text)
@@ -284,6 +299,16 @@ class StreamParser:
             if "<" in text:
                 return False
             self._think(text)
+            return True
+        if state is State.INLINE:
+            if self._tick_run or _INLINE_STOPS.search(text) is not None:
+                return False
+            self._text(text)
+            return True
+        if state is State.FENCE:
+            if self._fence_line_start or self._fence_counting or _FENCE_STOPS.search(text):
+                return False
+            self._text(text)
             return True
         return False
 
@@ -480,6 +505,9 @@ class StreamParser:
             self._text(buf[at])
             return at + 1
         if buf[at] == "{":
+            if _no_call_object(buf, at):
+                self._text("{")
+                return at + 1
             reader: Reader = self._strict_json_reader()
         else:
             listed = starts_pythonic(buf, at)
