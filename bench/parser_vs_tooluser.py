@@ -9,6 +9,8 @@ One run, one process, printed figures (the goals of issue 13 beside them):
   tooluser 0.2.4 buffers each call and reads it once at its end, streaming no arguments; we
   stream them, so the number of argument deltas we emitted is printed too;
 - the same output one character at a time (>= 1 MB/s);
+- beside both, the floor of this loop: a "parser" that does nothing but return one event per
+  feed, as ours does at least (what the goals leave for the parsing itself);
 - growth for a 10 times larger input, in 16-character chunks: the mixed output, one call with
   one long argument, the adversarial prose of `parser_throughput.py` (<= 11x; the fastest of
   `--repeat` runs at each size, neither timed feed by feed, which would weigh on one side);
@@ -30,7 +32,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
+from typing import Any
 
 from tooluser.hermes_transform import HermesStreamProcessor
 
@@ -109,7 +111,7 @@ class Outcome:
 
 
 def ours(
-    text: str, chunk: int | None, timed_steps: bool = False, package: ModuleType = hermes_tools
+    text: str, chunk: int | None, timed_steps: bool = False, package: Any = hermes_tools
 ) -> Outcome:
     parser = package.StreamParser(TOOLS)
     ToolCallArgsDelta = package.ToolCallArgsDelta  # the class, from either tree
@@ -135,6 +137,31 @@ def ours(
     seconds = time.process_time() - started
     result = parser.result()
     return Outcome(seconds, len(result.tool_calls), deltas, longest)
+
+
+class _OneEventPerFeed:
+    """Not a parser: one event per feed and nothing else, the least a stream parser does."""
+
+    def __init__(self, tools: object) -> None:
+        pass
+
+    def feed(self, text: str) -> list[hermes_tools.Event]:
+        return [hermes_tools.ToolCallArgsDelta(0, text)]
+
+    def close(self) -> list[hermes_tools.Event]:
+        return []
+
+    def result(self) -> hermes_tools.ParseResult:
+        return hermes_tools.ParseResult("")
+
+
+class _Floor:
+    StreamParser = _OneEventPerFeed
+    ToolCallArgsDelta = hermes_tools.ToolCallArgsDelta
+
+
+def floor(text: str, chunk: int) -> Outcome:
+    return ours(text, chunk, package=_Floor)
 
 
 def tooluser(text: str, chunk: int | None) -> Outcome:
@@ -208,6 +235,12 @@ def main() -> None:
                 f"MB/s)  ratio {before.seconds / theirs.seconds:.2f}x; "
                 f"ours / baseline {mine.seconds / before.seconds:.2f}x"
             )
+        if chunk == 16:
+            least = best(lambda: floor(text, 16), args.repeat)
+            print(
+                f"  {'':15} floor (one event per feed, no parsing) {least.seconds:6.3f} s: "
+                f"{least.seconds / theirs.seconds:.2f}x tooluser"
+            )
     print(f"  both read {mine.calls:,} calls")
 
     runs = {"ours": lambda: ours(text, 1), "tooluser": lambda: tooluser(text, 1)}
@@ -226,6 +259,8 @@ def main() -> None:
             f"  baseline {megabytes / before.seconds:.2f} MB/s; "
             f"ours / baseline {mine.seconds / before.seconds:.2f}x the time"
         )
+    least = floor(text, 1)
+    print(f"  floor (one event per feed, no parsing) {megabytes / least.seconds:.2f} MB/s")
     if args.only_ratios:
         return
 

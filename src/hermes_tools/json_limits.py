@@ -68,15 +68,16 @@ def nesting_problem(value: Any) -> str | None:
     return None
 
 
+# Made once: `json.loads` with hooks builds a new decoder (and scanner) for every call.
+_STRICT_DECODER = json.JSONDecoder(
+    parse_constant=_no_constant, object_pairs_hook=_no_duplicates, parse_int=_integer
+)
+
+
 def decode_arguments(text: str) -> Any:
     """Decode argument text strictly; raises ArgumentsProblem with the reason."""
     try:
-        value = json.loads(
-            text,
-            parse_constant=_no_constant,
-            object_pairs_hook=_no_duplicates,
-            parse_int=_integer,
-        )
+        value = _STRICT_DECODER.decode(text)
     except RecursionError:
         raise ArgumentsProblem(f"the arguments are nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:  # hooks raise ArgumentsProblem, which is not a ValueError
