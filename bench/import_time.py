@@ -94,14 +94,28 @@ def main() -> None:
         )
     core = (min(wall["import hermes_tools"]) - bare_wall) * 1000
     core_cpu = (min(cpu["import hermes_tools"]) - bare_cpu) * 1000
-    verdict = "met" if core <= GOAL_MS else "NOT met"
     print(
-        f"import hermes_tools: +{core:.1f} ms wall (+{core_cpu:.1f} ms CPU) over a bare "
-        f"interpreter (goal <= {GOAL_MS:.0f} ms: {verdict})"
+        f"import hermes_tools: +{core:.1f} ms wall, +{core_cpu:.1f} ms CPU over a bare "
+        f"interpreter (goal <= {GOAL_MS:.0f} ms: wall {verdict(core)}, CPU {verdict(core_cpu)})"
     )
+    bare_median = statistics.median(wall["bare interpreter"])
+    if bare_median > 1.5 * bare_wall:
+        # Even the fastest runs waited for the CPU: differences of wall minima mean little.
+        print(
+            f"the machine was busy (bare interpreter: median {bare_median * 1000:.0f} ms, "
+            f"fastest {bare_wall * 1000:.0f} ms): the wall figures are unreliable, read CPU"
+        )
     if args.baseline:
         before = (min(wall[baseline_label]) - bare_wall) * 1000
-        print(f"baseline {args.baseline}: +{before:.1f} ms wall; this tree {core / before:.2f}x it")
+        before_cpu = (min(cpu[baseline_label]) - bare_cpu) * 1000
+        print(
+            f"baseline {args.baseline}: +{before:.1f} ms wall, +{before_cpu:.1f} ms CPU; "
+            f"this tree {core / before:.2f}x it in wall time, {core_cpu / before_cpu:.2f}x in CPU"
+        )
+
+
+def verdict(extra_ms: float) -> str:
+    return "met" if extra_ms <= GOAL_MS else "NOT met"
 
 
 if __name__ == "__main__":
