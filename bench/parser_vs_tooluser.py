@@ -1,6 +1,7 @@
 """The stream parser against tooluser's stream processor, and the parser's cost in the worst cases.
 
     nice uv run python bench/parser_vs_tooluser.py [--size-mb 1] [--repeat 3] [--repair-kb 1000]
+        [--baseline OTHER/src]
 
 One run, one process, printed figures (the goals of issue 13 beside them):
 - a mixed model output (prose, reasoning, calls with short arguments, calls writing long file
@@ -8,6 +9,8 @@ One run, one process, printed figures (the goals of issue 13 beside them):
   tooluser 0.2.4 buffers each call and reads it once at its end, streaming no arguments; we
   stream them, so the number of argument deltas we emitted is printed too;
 - the same output one character at a time (>= 1 MB/s);
+- beside both, the floor of this loop: a "parser" that does nothing but return one event per
+  feed, as ours does at least (what the goals leave for the parsing itself);
 - growth for a 10 times larger input, in 16-character chunks: the mixed output, one call with
   one long argument, the adversarial prose of `parser_throughput.py` (<= 11x; the fastest of
   `--repeat` runs at each size, neither timed feed by feed, which would weigh on one side);
@@ -17,7 +20,8 @@ One run, one process, printed figures (the goals of issue 13 beside them):
   an event loop.
 
 Times are the process's CPU time (`time.process_time`): on a shared machine, wall time mostly
-measures the other processes.
+measures the other processes. With `--baseline`, the parser of another source tree (see
+`baseline.py`) runs the first two measures too, interleaved with ours, for a before/after.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tooluser.hermes_transform import HermesStreamProcessor
 
-from hermes_tools import StreamParser, ToolCallArgsDelta
+import hermes_tools
+from baseline import load_other_tree
 
 TOOLS = [
     {
@@ -104,8 +110,11 @@ class Outcome:
     longest_step: float = 0.0  # the longest single feed/close
 
 
-def ours(text: str, chunk: int | None, timed_steps: bool = False) -> Outcome:
-    parser = StreamParser(TOOLS)
+def ours(
+    text: str, chunk: int | None, timed_steps: bool = False, package: Any = hermes_tools
+) -> Outcome:
+    parser = package.StreamParser(TOOLS)
+    ToolCallArgsDelta = package.ToolCallArgsDelta  # the class, from either tree
     deltas = 0
     longest = 0.0
     pieces = [text] if chunk is None else [text[i : i + chunk] for i in range(0, len(text), chunk)]
@@ -130,6 +139,31 @@ def ours(text: str, chunk: int | None, timed_steps: bool = False) -> Outcome:
     return Outcome(seconds, len(result.tool_calls), deltas, longest)
 
 
+class _OneEventPerFeed:
+    """Not a parser: one event per feed and nothing else, the least a stream parser does."""
+
+    def __init__(self, tools: object) -> None:
+        pass
+
+    def feed(self, text: str) -> list[hermes_tools.Event]:
+        return [hermes_tools.ToolCallArgsDelta(0, text)]
+
+    def close(self) -> list[hermes_tools.Event]:
+        return []
+
+    def result(self) -> hermes_tools.ParseResult:
+        return hermes_tools.ParseResult("")
+
+
+class _Floor:
+    StreamParser = _OneEventPerFeed
+    ToolCallArgsDelta = hermes_tools.ToolCallArgsDelta
+
+
+def floor(text: str, chunk: int) -> Outcome:
+    return ours(text, chunk, package=_Floor)
+
+
 def tooluser(text: str, chunk: int | None) -> Outcome:
     processor = HermesStreamProcessor("<tool_call>", "</tool_call>")
     pieces = [text] if chunk is None else [text[i : i + chunk] for i in range(0, len(text), chunk)]
@@ -145,6 +179,17 @@ def best(run: Callable[[], Outcome], repeat: int) -> Outcome:
     return min((run() for _ in range(repeat)), key=lambda outcome: outcome.seconds)
 
 
+def best_interleaved(runs: dict[str, Callable[[], Outcome]], repeat: int) -> dict[str, Outcome]:
+    """The fastest of `repeat` runs of each, taken in turns so that all see the same load."""
+    outcomes: dict[str, list[Outcome]] = {label: [] for label in runs}
+    for _ in range(repeat):
+        for label, run in runs.items():
+            outcomes[label].append(run())
+    return {
+        label: min(done, key=lambda outcome: outcome.seconds) for label, done in outcomes.items()
+    }
+
+
 def verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
@@ -154,7 +199,10 @@ def main() -> None:
     options.add_argument("--size-mb", type=float, default=1.0)
     options.add_argument("--repeat", type=int, default=3)
     options.add_argument("--repair-kb", type=int, default=1000, help="the larger malformed call")
+    options.add_argument("--baseline", help="another source tree's src/, measured beside ours")
+    options.add_argument("--only-ratios", action="store_true", help="skip growth and repair")
     args = options.parse_args()
+    other = load_other_tree(args.baseline) if args.baseline else None
     size = int(args.size_mb * 1_000_000)
     text = mixed_output(size)
     megabytes = len(text.encode()) / 1e6
@@ -163,8 +211,14 @@ def main() -> None:
 
     print("against tooluser (best of", args.repeat, "runs each):")
     for label, chunk in (("16-char chunks", 16), ("whole", None)):
-        mine = best(lambda chunk=chunk: ours(text, chunk), args.repeat)
-        theirs = best(lambda chunk=chunk: tooluser(text, chunk), args.repeat)
+        runs = {
+            "ours": lambda chunk=chunk: ours(text, chunk),
+            "tooluser": lambda chunk=chunk: tooluser(text, chunk),
+        }
+        if other is not None:
+            runs["baseline"] = lambda chunk=chunk: ours(text, chunk, package=other)
+        outcome = best_interleaved(runs, args.repeat)
+        mine, theirs = outcome["ours"], outcome["tooluser"]
         if mine.calls != theirs.calls:
             raise SystemExit(f"the parsers disagree: {mine.calls} calls vs {theirs.calls}")
         ratio = mine.seconds / theirs.seconds
@@ -174,15 +228,41 @@ def main() -> None:
             f"{mine.argument_deltas:,} argument deltas)  tooluser {theirs.seconds:6.3f} s "
             f"({megabytes / theirs.seconds:5.2f} MB/s)  ratio {ratio:.2f}x {goal}"
         )
+        if "baseline" in outcome:
+            before = outcome["baseline"]
+            print(
+                f"  {'':15} baseline {before.seconds:6.3f} s ({megabytes / before.seconds:5.2f} "
+                f"MB/s)  ratio {before.seconds / theirs.seconds:.2f}x; "
+                f"ours / baseline {mine.seconds / before.seconds:.2f}x"
+            )
+        if chunk == 16:
+            least = best(lambda: floor(text, 16), args.repeat)
+            print(
+                f"  {'':15} floor (one event per feed, no parsing) {least.seconds:6.3f} s: "
+                f"{least.seconds / theirs.seconds:.2f}x tooluser"
+            )
     print(f"  both read {mine.calls:,} calls")
 
-    mine = ours(text, 1)
-    theirs = tooluser(text, 1)
+    runs = {"ours": lambda: ours(text, 1), "tooluser": lambda: tooluser(text, 1)}
+    if other is not None:
+        runs["baseline"] = lambda: ours(text, 1, package=other)
+    outcome = best_interleaved(runs, 1)
+    mine, theirs = outcome["ours"], outcome["tooluser"]
     print(
         f"one character at a time: ours {megabytes / mine.seconds:.2f} MB/s "
         f"(goal >= 1 MB/s: {verdict(megabytes / mine.seconds >= 1)}), "
         f"tooluser {megabytes / theirs.seconds:.2f} MB/s"
     )
+    if "baseline" in outcome:
+        before = outcome["baseline"]
+        print(
+            f"  baseline {megabytes / before.seconds:.2f} MB/s; "
+            f"ours / baseline {mine.seconds / before.seconds:.2f}x the time"
+        )
+    least = floor(text, 1)
+    print(f"  floor (one event per feed, no parsing) {megabytes / least.seconds:.2f} MB/s")
+    if args.only_ratios:
+        return
 
     print("growth for a 10x larger input, 16-character chunks (goal <= 11x):")
     shapes = (

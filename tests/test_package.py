@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import hermes_tools
 
 
@@ -106,3 +108,35 @@ def test_results_are_frozen() -> None:
         pass
     else:
         raise AssertionError("ParseResult must be frozen")
+
+
+def test_the_core_imports_no_heavy_standard_module() -> None:
+    # Not a timing: the modules that made `import hermes_tools` slow (issue 13) stay out of it.
+    loaded = _top_modules_loaded_after("import hermes_tools")
+    assert not loaded & {"typing", "dataclasses", "inspect", "ast", "tokenize"}
+
+
+def test_events_and_results_behave_as_frozen_slotted_values() -> None:
+    import copy
+    import pickle
+
+    call = hermes_tools.ToolCall("call_1", "get", {"a": 1})
+    start = hermes_tools.ToolCallStart(0, "call_1", "get")
+    assert call == hermes_tools.ToolCall("call_1", "get", {"a": 1})
+    assert call != hermes_tools.ToolCall("call_2", "get", {"a": 1})
+    assert hermes_tools.TextDelta("x") != hermes_tools.ReasoningDelta("x")
+    assert hash(start) == hash(hermes_tools.ToolCallStart(0, "call_1", "get"))
+    assert repr(start) == "ToolCallStart(index=0, id='call_1', name='get')"
+    assert pickle.loads(pickle.dumps(call)) == call
+    assert copy.deepcopy(start) == start
+    assert not hasattr(start, "__dict__")
+    with pytest.raises(AttributeError, match="cannot assign"):
+        start.index = 1  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="cannot delete"):
+        del start.index
+    match start:
+        case hermes_tools.ToolCallStart(index, call_id, name):
+            assert (index, call_id, name) == (0, "call_1", "get")
+    empty = hermes_tools.ParseResult("text")
+    assert empty.tool_calls == []
+    assert empty.tool_calls is not hermes_tools.ParseResult("").tool_calls

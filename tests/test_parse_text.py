@@ -259,3 +259,32 @@ def test_the_nothing_lost_check_finds_a_lost_word() -> None:
         check_nothing_lost(text, ParseResult(content="Hello."))
     with pytest.raises(AssertionError, match="'get_weather' is lost"):
         check_nothing_lost(text, ParseResult(content="Hello there."))
+
+
+_BARE = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "calls"),
+    [
+        # A bare word that no call has as its first key, then anything but `:`: text, seen
+        # at once when the feed shows it all (whole), by the strict reader otherwise.
+        (f"Use {{x}} here {CALL}", "Use {x} here", PARIS),
+        (f"{{note {CALL}", "{note", PARIS),
+        (f"{{a{_BARE}", "{a", PARIS),
+        (f"{{x}}{_BARE}", "{x}", PARIS),
+        (f"{{ abcdefghijklmnopqrstuvwxyz }} {CALL}", "{ abcdefghijklmnopqrstuvwxyz }", PARIS),
+        (f'{{x"{CALL}"}}', '{x""}', PARIS),
+        ("{x, y} and {1.5}", "{x, y} and {1.5}", []),
+        # A word then `:`, or a word a call has: the reader decides, as before.
+        (f'{{note: "{CALL}"}}', f'{{note: "{CALL}"}}', []),
+        (f'{{ note \n: "{CALL}"}}', f'{{ note \n: "{CALL}"}}', []),
+        ('{ name : "get_weather", arguments: {city: "Paris"}}', "", PARIS),
+    ],
+)
+def test_a_brace_before_a_word_no_call_has_is_text(
+    text: str, content: str, calls: list[dict[str, object]]
+) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert result.content == content
+    assert calls_as_dicts(result) == calls

@@ -11,7 +11,7 @@ stays light for code that only parses or formats. The format layer (`HermesForma
 code that only parses loads the parser alone.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from hermes_tools.errors import (
     FormatOptionError,
@@ -35,7 +35,10 @@ from hermes_tools.events import (
 )
 from hermes_tools.stream_parser import ParserClosedError, StreamParser, parse
 
+TYPE_CHECKING = False  # `typing` is not imported at runtime: see `no_typing`
 if TYPE_CHECKING:
+    from typing import Any
+
     from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
     from hermes_tools.format import HermesFormat
     from hermes_tools.prompt import legacy_template

@@ -21,23 +21,28 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any
 
 from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, repair
 from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
+from hermes_tools.pending_call import TRUNCATED, PendingCall
 from hermes_tools.repairs import faithful_repair, usable_reading
 from hermes_tools.tags import BlockEnd, NeedMore, cut_off
 from hermes_tools.tools import Toolbox
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hermes_tools.pending_call import CallEmitter
 
 _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
 _ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args"})
 _IGNORED_KEYS = frozenset({"type", "id"})
 _FUNCTION_KEY = "function"
-_SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
-_MAX_SHAPE_KEY = max(map(len, _SHAPE_KEYS))
+SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
+_MAX_SHAPE_KEY = max(map(len, SHAPE_KEYS))
 _SEPARATORS = re.compile(r"[\s,;]*")  # Llama separates calls with `;`
 # A fence around calls: its info word is a language calls are written in, or nothing; any
 # other word is text the model wrote, not layout.
@@ -190,10 +195,22 @@ class JsonCallReader(CallReader[_State]):
     def string_run(self, text: str) -> bool:
         # Inside a string nothing is settled, so what `_fed` would release can wait.
         lexer = self._lexer
-        if self._state is not _State.VALUE or lexer is None or not lexer.string_run(text):
+        if self._state is not _State.VALUE or lexer is None:
+            return False
+        decoded = lexer.string_text(text)
+        if decoded is None:
             return False
         self._raw.add(text)
-        self._flush_args()
+        if decoded:
+            call = self._call
+            args = None if call is None else call.args
+            if args is not None and self._route is args:
+                # A string inside the arguments object (a file's content...): the most
+                # frequent feed of all goes straight from the writer to the call.
+                call.pending.write_args(args.string_text(decoded))  # type: ignore[union-attr]
+            else:
+                self.string_chunk(decoded)
+                self._flush_args()
         return True
 
     def _keep_from(self) -> int:
@@ -475,7 +492,7 @@ class JsonCallReader(CallReader[_State]):
         if call is None:
             return
         field = _field(name)
-        if self._strict and name not in _SHAPE_KEYS:
+        if self._strict and name not in SHAPE_KEYS:
             self._reject()
         if self._require_arguments and field is _Field.ARGUMENTS and name != "arguments":
             self._reject()

@@ -20,9 +20,31 @@ from __future__ import annotations
 import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
-from typing import Any, Protocol
 
 from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    # What the lexer reports to (a protocol: only mypy needs the class).
+    class TokenSink(Protocol):
+        def begin_container(self, kind: str) -> None:
+            """`kind` is "{" for an object, "[" for an array (tuples are reported as arrays)."""
+
+        def end_container(self) -> None: ...
+
+        def key(self, name: str) -> None: ...
+
+        def begin_string(self) -> None: ...
+
+        def string_chunk(self, text: str) -> None: ...
+
+        def end_string(self) -> None: ...
+
+        def scalar(self, value: Any) -> None:
+            """A complete number, boolean or null."""
+
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
 # A limited key (a call's key outside any tag) also stops at what no key of a call holds and
@@ -71,24 +93,6 @@ _VALUE = 0  # a value (or, inside an array, its end)
 _KEY = 1  # a key (or the end of the object)
 _COLON = 2
 _AFTER = 3  # a comma or the end of the enclosing container
-
-
-class TokenSink(Protocol):
-    def begin_container(self, kind: str) -> None:
-        """`kind` is "{" for an object, "[" for an array (tuples are reported as arrays)."""
-
-    def end_container(self) -> None: ...
-
-    def key(self, name: str) -> None: ...
-
-    def begin_string(self) -> None: ...
-
-    def string_chunk(self, text: str) -> None: ...
-
-    def end_string(self) -> None: ...
-
-    def scalar(self, value: Any) -> None:
-        """A complete number, boolean or null."""
 
 
 class NullSink:
@@ -196,11 +200,12 @@ class JsonLexer:
                 pos = self._structural(text, pos, ch)
         return pos
 
-    def string_run(self, text: str) -> bool:
+    def string_text(self, text: str) -> str | None:
         """The fast path of `feed` for text that lies wholly inside a double-quoted string
         value, with JSON's two-character escapes (one may be cut by either end of `text`):
-        report it as one chunk and return True; False, with nothing done, when `text` might
-        end the string or holds anything else, or the lexer is anywhere else."""
+        the decoded text, which the caller reports as one string chunk (the sink is not
+        called); None, with nothing done, when `text` might end the string or holds anything
+        else, or the lexer is anywhere else."""
         if (
             self._quote != '"'
             or self._in_key
@@ -209,31 +214,30 @@ class JsonLexer:
             or self.error is not None
             or not text
         ):
-            return False
+            return None
         escape = self._escape
         if escape:
             if escape != "\\":  # a `\u` escape
-                return False
+                return None
             text = escape + text
         if "\\" in text:
             # An odd run of backslashes at the end: the last one starts an escape cut off here.
             cut = text[-1] == "\\" and (len(text) - len(text.rstrip("\\"))) % 2 == 1
             body = text[:-1] if cut else text
             if "\\u" in body:
-                return False  # `\u` escapes (surrogates) are the step-by-step path's
+                return None  # `\u` escapes (surrogates) are the step-by-step path's
+            decoded: str
             try:
                 decoded, end = scanstring(body + '"', 0, False)
             except ValueError:  # an escape JSON does not have
-                return False
+                return None
             if end != len(body) + 1:  # a quote ends the string inside `text`
-                return False
+                return None
             self._escape = "\\" if cut else ""
-            text = decoded
-        elif '"' in text:
-            return False
-        if text:
-            self._sink.string_chunk(text)
-        return True
+            return decoded
+        if '"' in text:
+            return None
+        return text
 
     def finish_word(self) -> None:
         """The input ended: settle a number or literal still waiting for its delimiter."""

@@ -20,7 +20,10 @@ says where its JSON broke, and the model is asked again like for any invalid cal
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 100
 MAX_INT_DIGITS = 4300
@@ -65,15 +68,16 @@ def nesting_problem(value: Any) -> str | None:
     return None
 
 
+# Made once: `json.loads` with hooks builds a new decoder (and scanner) for every call.
+_STRICT_DECODER = json.JSONDecoder(
+    parse_constant=_no_constant, object_pairs_hook=_no_duplicates, parse_int=_integer
+)
+
+
 def decode_arguments(text: str) -> Any:
     """Decode argument text strictly; raises ArgumentsProblem with the reason."""
     try:
-        value = json.loads(
-            text,
-            parse_constant=_no_constant,
-            object_pairs_hook=_no_duplicates,
-            parse_int=_integer,
-        )
+        value = _STRICT_DECODER.decode(text)
     except RecursionError:
         raise ArgumentsProblem(f"the arguments are nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:  # hooks raise ArgumentsProblem, which is not a ValueError

@@ -8,9 +8,12 @@ that decodes to exactly the call's final arguments.
 from __future__ import annotations
 
 from json.encoder import encode_basestring
-from typing import Any
 
 from hermes_tools.json_lexer import canonical
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class CanonicalWriter:
@@ -78,7 +81,13 @@ class CanonicalWriter:
         self._parts.append(self._separator() + '"')
 
     def string_chunk(self, text: str) -> None:
-        self._parts.append(encode_basestring(text)[1:-1])  # as json.dumps writes it
+        self._parts.append(self.string_text(text))
+
+    @staticmethod
+    def string_text(text: str) -> str:
+        """What a string chunk writes (as json.dumps writes it), for a caller that passes it
+        on at once instead of calling `string_chunk` and `take`."""
+        return encode_basestring(text)[1:-1]
 
     def end_string(self) -> None:
         self._parts.append('"')

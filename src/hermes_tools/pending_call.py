@@ -9,26 +9,30 @@ it emitted, so invariant 2 holds by construction and nothing JSON cannot carry g
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from hermes_tools.events import InvalidToolCall, ToolCall
 from hermes_tools.json_lexer import canonical
 from hermes_tools.json_limits import ArgumentsProblem, decode_arguments
 from hermes_tools.tools import Toolbox, is_tool_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    # A protocol: only mypy needs the class.
+    class CallEmitter(Protocol):
+        """What the stream parser offers the call readers."""
+
+        def start_call(self, name: str | None) -> tuple[int, str]:
+            """Emit a `ToolCallStart`; return the call's index and id."""
+
+        def call_args(self, index: int, text: str) -> None: ...
+
+        def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None: ...
+
+
 TRUNCATED = "the output ended before the call was complete (truncated)"
 _JOINED = 256
-
-
-class CallEmitter(Protocol):
-    """What the stream parser offers the call readers."""
-
-    def start_call(self, name: str | None) -> tuple[int, str]:
-        """Emit a `ToolCallStart`; return the call's index and id."""
-
-    def call_args(self, index: int, text: str) -> None: ...
-
-    def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None: ...
 
 
 def name_problem(name: str) -> str | None:

@@ -26,9 +26,13 @@ from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.pending_call import TRUNCATED, CallEmitter, PendingCall
+from hermes_tools.pending_call import TRUNCATED, PendingCall
 from hermes_tools.tags import NEED_MORE, BlockEnd, NeedMore
 from hermes_tools.tools import Toolbox
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from hermes_tools.pending_call import CallEmitter
 
 _SEPARATORS = re.compile(r"[\s,;]*")
 _SPACES = re.compile(r"[ \t]*")

@@ -12,10 +12,13 @@ words once quotes, commas, colons, brackets, backslashes and whitespace are set 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hermes_tools.json_lexer import canonical, repair
 from hermes_tools.json_limits import value_problem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _BARE_KEY = re.compile(r"[^\s\"':,{}\[\]()\\]+")  # a key json-repair may read without quotes
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
 
 from hermes_tools.errors import ToolSchemaError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from jsonschema.protocols import Validator
 
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from hermes_tools.json_limits import MAX_INT_DIGITS, value_problem
 from hermes_tools.repairs import faithful_repair
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _CONVERSION_ORDER = ("boolean", "integer", "number", "object", "array")

@@ -55,12 +55,10 @@ when the reply ends, so the user gets the answer.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from hermes_tools.call_reader import Block
 from hermes_tools.errors import HermesToolsError, WrongTypeError
@@ -76,7 +74,7 @@ from hermes_tools.events import (
     ToolCallStart,
 )
 from hermes_tools.identity_enum import IdentityEnum
-from hermes_tools.json_calls import JsonCallReader
+from hermes_tools.json_calls import SHAPE_KEYS, JsonCallReader
 from hermes_tools.json_lexer import JsonLexer
 from hermes_tools.pending_call import TRUNCATED
 from hermes_tools.pythonic_calls import PythonicCallReader, starts_pythonic
@@ -124,6 +122,11 @@ _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for
 _MAX_FENCE_RUN = 16  # a longer run of backticks after a call opens no fence worth waiting for
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
+# `{`, a whole bare word (the JSON lexer's word characters) and the next character that is
+# not the lexer's whitespace or a `:`.
+_BARE_KEY = re.compile(
+    r"\{[ \t\r\n]*([A-Za-z0-9_+\-.$]+)(?![A-Za-z0-9_+\-.$])[ \t\r\n]*[^ \t\r\n:]"
+)
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
 _MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
 _JOINED = 256
@@ -133,24 +136,52 @@ class ParserClosedError(HermesToolsError, RuntimeError):
     """`feed` or `close` was called on a parser that was already closed."""
 
 
+def _no_call_object(buf: str, at: int) -> bool:
+    """Whether the `{` at `at` visibly starts no call: its first key is a bare word that no
+    call has (`{x}`, `{brace}` in prose) and no `:` follows it. The strict reader would
+    reject the object at that word and, its lexer failing on the next character, hand the
+    text back to CONTENT there; deciding it here spares making a reader. Anything the buffer
+    does not show yet takes the reader."""
+    found = _BARE_KEY.match(buf, at)
+    return found is not None and found.group(1) not in SHAPE_KEYS
+
+
 def new_call_id() -> str:
     # os.urandom, not `secrets`: the same bytes, without importing hashlib, hmac and random.
     return "call_" + os.urandom(12).hex()
 
 
-@dataclass(slots=True)
 class _Tentative:
     """Text held back with its events until it is known whether it was a call."""
 
-    channel: TextChannel
-    pending: str  # the channel's whitespace before it
-    first_index: int
-    resume: State  # where to go back to if it is rejected
-    raw: list[str] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    awaiting_fence_close: bool = False
-    quoted: bool = False  # a tagless call in it repeats text of the conversation
-    info: list[str] = field(default_factory=list)  # FENCE_HEAD: the fence's info line so far
+    __slots__ = (
+        "awaiting_fence_close",
+        "channel",
+        "events",
+        "first_index",
+        "info",
+        "pending",
+        "quoted",
+        "raw",
+        "resume",
+    )
+
+    def __init__(self, channel: TextChannel, pending: str, first_index: int, resume: State) -> None:
+        self.channel = channel
+        self.pending = pending  # the channel's whitespace before it
+        self.first_index = first_index
+        self.resume = resume  # where to go back to if it is rejected
+        self.raw: list[str] = []
+        self.events: list[Event] = []
+        self.awaiting_fence_close = False
+        self.quoted = False  # a tagless call in it repeats text of the conversation
+        self.info: list[str] = []  # FENCE_HEAD: the fence's info line so far
+
+
+def _with_id(call: ToolCall | InvalidToolCall, call_id: str) -> ToolCall | InvalidToolCall:
+    if isinstance(call, ToolCall):
+        return ToolCall(call_id, call.name, call.arguments)
+    return InvalidToolCall(call_id, call.name, call.arguments, call.error)
 
 
 Reader = JsonCallReader | XmlCallReader | PythonicCallReader
@@ -255,8 +286,8 @@ class StreamParser:
 
     def _in_one_run(self, text: str) -> bool:
         """The fast path of `feed`: text that lies wholly inside one run (an argument's
-        string, prose, reasoning) is taken in one step, without the state loop. False, with
-        nothing done, for anything else."""
+        string, prose, reasoning, code) is taken in one step, without the state loop. False,
+        with nothing done, for anything else."""
         state = self._state
         if state is State.BLOCK:
             return self._reader is not None and self._reader.string_run(text)
@@ -269,6 +300,16 @@ class StreamParser:
             if "<" in text:
                 return False
             self._think(text)
+            return True
+        if state is State.INLINE:
+            if self._tick_run or _INLINE_STOPS.search(text) is not None:
+                return False
+            self._text(text)
+            return True
+        if state is State.FENCE:
+            if self._fence_line_start or self._fence_counting or _FENCE_STOPS.search(text):
+                return False
+            self._text(text)
             return True
         return False
 
@@ -308,11 +349,14 @@ class StreamParser:
         return index, call_id
 
     def call_args(self, index: int, text: str) -> None:
-        # The most frequent event (one per feed inside an argument): `_emit` written out.
-        if self._tentative is None:
-            self._release(ToolCallArgsDelta(index, text))
-        else:
+        # The most frequent event (one per feed inside an argument): `_emit` written out, and
+        # `_release` too when it is the feed's first event (nothing to merge with).
+        if self._tentative is not None:
             self._tentative.events.append(ToolCallArgsDelta(index, text))
+        elif not self._out:
+            self._out.append(ToolCallArgsDelta(index, text))
+        else:
+            self._release(ToolCallArgsDelta(index, text))
 
     def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None:
         self._emit(ToolCallEnd(index, call))
@@ -462,6 +506,9 @@ class StreamParser:
             self._text(buf[at])
             return at + 1
         if buf[at] == "{":
+            if _no_call_object(buf, at):
+                self._text("{")
+                return at + 1
             reader: Reader = self._strict_json_reader()
         else:
             listed = starts_pythonic(buf, at)
@@ -877,8 +924,7 @@ class StreamParser:
                 ids[event.index] = self._call_id()
                 event = ToolCallStart(event.index, ids[event.index], event.name)
             elif isinstance(event, ToolCallEnd):
-                call = dataclasses.replace(event.call, id=ids[event.index])
-                event = ToolCallEnd(event.index, call)
+                event = ToolCallEnd(event.index, _with_id(event.call, ids[event.index]))
             self._release(event)
         self._boundary()
         tentative.channel.boundary_after(tentative.pending)

@@ -10,10 +10,15 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Generic, TypeVar
 
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.identity_enum import IdentityEnum
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Generic, TypeVar
+else:
+    from hermes_tools.no_typing import Generic, TypeVar
 
 # End-of-turn tokens some servers leave in the text: the reply ends there.
 END_TOKENS: Final = (
@@ -79,8 +84,8 @@ NEED_MORE: Final = NeedMore()
 
 K = TypeVar("K")
 
-
-_Compiled = tuple[list[tuple[str, Any]], dict[str, Any], re.Pattern[str], frozenset[str], int]
+if TYPE_CHECKING:
+    _Compiled = tuple[list[tuple[str, Any]], dict[str, Any], re.Pattern[str], frozenset[str], int]
 # Readers are made per call block, always with the same few tag sets: each set is compiled once.
 _COMPILED: dict[tuple[tuple[str, Any], ...], _Compiled] = {}
 
