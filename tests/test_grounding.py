@@ -101,3 +101,23 @@ def test_zero_and_a_hundred_of_a_range() -> None:
     grounding = Grounding(["Turn off the kitchen lights."])
     assert grounding.copied({"room": "kitchen", "brightness": 0}, lights) == []
     assert grounding.copied({"room": "kitchen", "brightness": 100}, lights) == ["100"]
+
+
+SEARCH = {
+    "name": "search_files",
+    "parameters": {
+        "properties": {
+            "pattern": {"type": "string"},
+            "glob": {"type": "string", "default": "**/*.py"},
+        }
+    },
+}
+
+
+def test_patterns_without_words_and_defaults_are_not_evidence() -> None:
+    """The cookbook's agent asked for classes starting with 'Hermes' searches `^H.*$` in the
+    default glob: nothing there can be looked for in the conversation."""
+    grounding = Grounding(["Which Python files define a class whose name starts with 'Hermes'?"])
+    assert grounding.ungrounded({"pattern": "^H.*$", "glob": "**/*.py"}, SEARCH) == []
+    assert grounding.ungrounded({"pattern": "^H.*$", "glob": "**/*.md"}, SEARCH) == ["**/*.md"]
+    assert grounding.ungrounded({"pattern": "Zanzibar"}, SEARCH) == ["Zanzibar"]

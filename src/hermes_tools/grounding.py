@@ -87,12 +87,22 @@ class Grounding:
 
 def _checkable(arguments: dict[str, Any], function: dict[str, Any]) -> list[Any]:
     """The values whose words or numbers can be looked for in the text: not booleans, null,
-    nor members of an `enum` of the tool's schema."""
-    enums = set(_enum_values(function.get("parameters")))
+    members of an `enum` of the tool's schema, a parameter's own default, nor strings with no
+    word or number in them (a regular expression such as `^H.*$`)."""
+    parameters = function.get("parameters")
+    enums = set(_enum_values(parameters))
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    defaults = {
+        key: spec["default"]
+        for key, spec in (properties.items() if isinstance(properties, dict) else ())
+        if isinstance(spec, dict) and "default" in spec
+    }
+    given = {k: v for k, v in arguments.items() if k not in defaults or defaults[k] != v}
     return [
         value
-        for value in _leaves(arguments)
+        for value in _leaves(given)
         if not (isinstance(value, bool) or value is None or value in enums)
+        and not (isinstance(value, str) and not _WORD.search(value))
     ]
 
 
