@@ -52,9 +52,10 @@ class HermesFormat:
       templates without a system role.
     - `raw_json`: read a bare JSON object naming a bound tool at the end of a reply as a call.
     - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
-    - `check_grounding`: when every call of a reply uses only argument values found nowhere in
-      the conversation (`get_weather(city="Paris")` in answer to "Hi!"), ask again once,
-      telling the model so (see `grounding`); needs `repair_attempts` >= 1.
+    - `check_grounding`: when a call uses only argument values found nowhere in the
+      conversation (`get_weather(city="Paris")` in answer to "Hi!"), or a number copied from
+      its tool's description, ask again once, telling the model so (see `grounding`); needs
+      `repair_attempts` >= 1.
     """
 
     syntax: Syntax = "json"
