@@ -29,7 +29,6 @@ as canonical JSON when it holds a JSON value (fences, prose and Python literals 
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +53,7 @@ from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
+_NO_EVENTS: list[Event] = []  # never appended to: the per-event default needs no allocation
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,10 +259,8 @@ class ChoiceReply:
 
     def _take(self, events: list[Event]) -> list[Delta]:
         out: list[Delta] = []
-        queue = deque(events)
-        while queue:
-            event = queue.popleft()
-            ungrounded = ""
+        for event in events:
+            spread: list[Event] = _NO_EVENTS
             if isinstance(event, TextDelta) and len(self.attempt_text_preview) < 200:
                 self.attempt_text_preview += event.text[:200]
             if isinstance(event, ToolCallStart):
@@ -285,7 +283,6 @@ class ChoiceReply:
                     self._drop(event.call, refusal)
                     continue
                 event, spread = self._checked(event)
-                queue.extendleft(reversed(spread))
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
                     # Once the attempt is committed (and out), it can no longer be asked again.
@@ -306,6 +303,8 @@ class ChoiceReply:
             if valid_end and not self.attempt_ungrounded:
                 # After an ungrounded call the attempt stays held: it is asked again.
                 out += self._commit()
+            if spread:  # the calls a list was spread over come right after the first
+                out += self._take(spread)
         return out
 
     def _refusal(self, name: str | None) -> str | None:
