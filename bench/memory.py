@@ -71,7 +71,10 @@ TOOLS = [
         },
     },
 ]
-MESSAGES = [{"role": "user", "content": "Go on."}]
+# The request names what the calls carry, so the grounding check lets them through: a call with
+# values nobody said is asked again (a second request carrying the whole rejected reply).
+REQUEST = "Write my notes to notes.txt, then get the weather in Oslo."
+MESSAGES = [{"role": "user", "content": REQUEST}]
 SENTENCE = "The quick brown fox jumps over the lazy dog, then naps in the sun for a while.\n"
 
 
@@ -150,7 +153,7 @@ def memory_readers(base_url: str) -> dict[str, Callable[[], None]]:
 
     def chat_hermes() -> None:
         model = ChatHermes(model="bench", **options)
-        for _ in model.bind_tools([tool(write_file), tool(get_weather)]).stream("Go on."):
+        for _ in model.bind_tools([tool(write_file), tool(get_weather)]).stream(REQUEST):
             pass
 
     return {
@@ -213,7 +216,7 @@ def invoke_readers(base_url: str) -> dict[str, Callable[[], Any]]:
     def chat_hermes(**fields: Any) -> Callable[[], Any]:
         def read() -> Any:
             model = ChatHermes(model="bench", **fields, **options)
-            return model.bind_tools(tools).invoke("Go on.").tool_calls[0]
+            return model.bind_tools(tools).invoke(REQUEST).tool_calls[0]
 
         return read
 

@@ -80,3 +80,31 @@ def test_feed_after_close_is_a_clear_error() -> None:
 def test_a_bad_call_tag_is_refused_with_the_fix() -> None:
     with pytest.raises(ValueError, match="without angle brackets"):
         StreamParser(call_tag="<tool_call>")
+
+
+def test_a_parser_that_stops_keeping_calls_gives_the_same_events_and_refuses_result() -> None:
+    reply = (
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}'
+        '</tool_call>\nThen <tool_call>{"name": "write_file", "arguments": 3}</tool_call>'
+    )
+    keeping = StreamParser([WRITE_FILE], call_id=numbered_ids())
+    forgetting = StreamParser([WRITE_FILE], call_id=numbered_ids())
+    forgetting.stop_keeping_calls()
+    kept = [*keeping.feed(reply), *keeping.close()]
+    assert [*forgetting.feed(reply), *forgetting.close()] == kept
+    assert len(keeping.result().tool_calls) == 1
+    assert len(keeping.result().invalid_tool_calls) == 1
+    with pytest.raises(RuntimeError, match="read them from the ToolCallEnd events"):
+        forgetting.result()
+
+
+def test_a_call_still_counts_as_made_after_the_parser_stops_keeping_calls() -> None:
+    # With an open think block and no `</think>`, the reasoning is the answer too, unless the
+    # model made a call: the call must count even though it was not kept.
+    call = '<tool_call>{"name": "write_file", "arguments": {"path": "a", "content": "b"}}'
+    parser = StreamParser([WRITE_FILE], think_open=True)
+    parser.feed("Let me write it. " + call)
+    parser.stop_keeping_calls()
+    parser.feed("</tool_call>")
+    events = parser.close()
+    assert not any(isinstance(event, TextDelta) for event in events)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 _WORD = re.compile(r"[^\W\d_]{2,}|[0-9]+(?:\.[0-9]+)?")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # the numbers _WORD finds, and only those
 _DIGITS = frozenset("0123456789")
 
 
@@ -76,7 +77,8 @@ class Grounding:
         return {n for n in numbers - self._numbers if n >= 10 or not n.is_integer()}
 
     def _has_word_of(self, value: str) -> bool:
-        for token in _WORD.findall(value):
+        for match in _WORD.finditer(value):  # not findall: a value may be megabytes of text
+            token = match.group()
             if token[0] in _DIGITS:
                 if float(token) in self._numbers:
                     return True
@@ -114,7 +116,8 @@ def _numbers_of(value: Any, numbers: set[float]) -> list[str]:
         return [str(value)] if _as_float(value) in numbers else []
     if not isinstance(value, str):
         return []
-    return [t for t in _WORD.findall(value) if t[0] in _DIGITS and float(t) in numbers]
+    found = (match.group() for match in _NUMBER.finditer(value))
+    return list(dict.fromkeys(t for t in found if float(t) in numbers))
 
 
 def _as_float(number: int | float) -> float:

@@ -237,6 +237,8 @@ class StreamParser:
         self._next_index = 0
         self._tool_calls: list[ToolCall] = []
         self._invalid_calls: list[InvalidToolCall] = []
+        self._keeps_calls = True  # for `result()`; see `stop_keeping_calls`
+        self._settled_calls = 0
         self._after_end: list[str] | None = None
         self._think_closed = False
         self._tentative: _Tentative | None = None
@@ -327,7 +329,19 @@ class StreamParser:
         (a streamed reply needs only this at the end, not a copy of all its text)."""
         return None if self._after_end is None else "".join(self._after_end)
 
+    def stop_keeping_calls(self) -> None:
+        """The caller will not ask for `result()`: settled calls are not kept from now on, so a
+        long streamed reply of many calls costs no memory per call. Events are unchanged."""
+        self._keeps_calls = False
+        self._tool_calls.clear()
+        self._invalid_calls.clear()
+
     def result(self) -> ParseResult:
+        if not self._keeps_calls:
+            raise RuntimeError(
+                "result() is not available after stop_keeping_calls(): the settled calls were "
+                "not kept; read them from the ToolCallEnd events instead"
+            )
         reasoning = "".join(self._reasoning.parts)
         return ParseResult(
             content="".join(self._content.parts),
@@ -383,6 +397,9 @@ class StreamParser:
             self._settle_merging()
         out.append(event)
         if kind is ToolCallEnd:
+            self._settled_calls += 1
+            if not self._keeps_calls:
+                return
             call = event.call  # type: ignore[union-attr]
             if isinstance(call, ToolCall):
                 self._tool_calls.append(call)
@@ -1104,12 +1121,7 @@ class StreamParser:
             settled = channel.finish()
             if settled:
                 self._release(delta(settled))
-        if (
-            self._think_open
-            and not self._think_closed
-            and not self._tool_calls
-            and not self._invalid_calls
-        ):
+        if self._think_open and not self._think_closed and not self._settled_calls:
             # The model did not think: what it wrote is the answer too.
             answer = "".join(self._reasoning.parts)
             if answer and not self._content.started:

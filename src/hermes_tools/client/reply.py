@@ -198,6 +198,8 @@ class ChoiceReply:
         # Only a first attempt that can still be asked again: the answer to "you made that
         # value up" stands, whatever it is.
         self._check_grounding = tentative and not retry and self._policy.grounding is not None
+        if not tentative:
+            parser.stop_keeping_calls()  # never written back: see `attempt_result`
 
     def text(self, text: str) -> list[Delta]:
         assert self._parser is not None
@@ -222,7 +224,8 @@ class ChoiceReply:
         return self._take(self._parser.close())
 
     def attempt_result(self) -> ParseResult:
-        """What the parser read in this attempt (after `close_attempt`)."""
+        """What the parser read in this attempt (after `close_attempt`), to write a rejected
+        attempt back; only for an attempt that was tentative and made no call it kept."""
         assert self._parser is not None
         return self._parser.result()
 
@@ -398,6 +401,8 @@ class ChoiceReply:
     def _commit(self) -> list[Delta]:
         """A valid call: this attempt stays, whatever follows. Release what was held."""
         self._hold_at_call = False
+        if self._parser is not None:
+            self._parser.stop_keeping_calls()  # it can no longer be rejected and written back
         if self._retry:
             self._drop_text = True
         if not self._holding:
