@@ -287,3 +287,39 @@ def test_a_fenced_call_followed_by_anything_else_is_text(tail: str) -> None:
     result = parse_every_way(reply, TOOLS)
     assert result.tool_calls == []
     assert result.content == reply
+
+
+# Arguments written as `json.dumps` writes them are read in place from the block's raw text
+# (not kept twice); anything else from the first character that differs on. Either way the
+# call is the same, and so is the reason an invalid one gives.
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"path": "a.txt", "content": "' + "line\\n" * 300 + '"}',
+        '{"path": "a.txt", "content": "' + "line\\n" * 300 + 'caf\\u00e9 \\/ end"}',
+        '{"path":"a.txt", "content": "x"}',
+        '{"path": "a.txt", "content": "x", "content": "y"}',
+        '{"path": "a.txt", "content": NaN}',
+        '{"path": "a.txt", "content": "' + "x" * 300 + '", "n": ' + "9" * 4400 + "}",
+        '{"path": "a.txt", "content": "' + "[" * 50 + '"}',
+    ],
+    ids=["canonical", "escape-late", "no-space", "twice", "nan", "huge-int", "brackets"],
+)
+def test_arguments_read_in_place_or_not_give_the_same_call(arguments: str) -> None:
+    def result_of(body: str) -> tuple[object, object]:
+        result = parse_every_way(
+            f'<tool_call>{{"name": "write_file", "arguments": {body}}}</tool_call>', [WRITE_FILE]
+        )
+        invalid = [(call.arguments, call.error) for call in result.invalid_tool_calls]
+        return calls_as_dicts(result), invalid
+
+    spaced = arguments.replace('", "', '",  "')  # the same arguments, not as json.dumps writes
+    calls, invalid = result_of(arguments)
+    assert bool(calls) != bool(invalid)
+    if calls:
+        assert calls == [{"name": "write_file", "arguments": json.loads(arguments)}]
+        assert result_of(spaced)[0] == calls
+    else:
+        ((raw, error),) = invalid
+        assert raw == f'{{"name": "write_file", "arguments": {arguments}}}'
+        assert result_of(spaced)[1][0][1] == error

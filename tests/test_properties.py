@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 from hypothesis import given
@@ -287,3 +288,21 @@ def test_json_that_names_no_tool_is_text_to_the_last_character(
     assert result.invalid_tool_calls == []
     assert result.content == text
     assert run(text, TOOLS)[0] == result
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(json_values, st.integers(min_value=1, max_value=64))
+def test_canonical_pieces_are_the_canonical_text_in_pieces(value: Any, size: int) -> None:
+    from hermes_tools.json_lexer import canonical, canonical_pieces
+
+    pieces = list(canonical_pieces(value, size))
+    assert "".join(pieces) == canonical(value)
+    assert all(piece for piece in pieces)
+    # Short chunks are gathered: a short piece is followed by a long one, or is the last.
+    assert all(len(a) >= size or len(b) >= size for a, b in pairwise(pieces))

@@ -73,6 +73,22 @@ class BlockText:
         current = self._feed[self._feed_start : self._feed_start + max(0, end - self._length)]
         return not self._blank or bool(current.strip())
 
+    def joined(self, start: int, end: int) -> tuple[str, int]:
+        """The text from `start` to `end` (absolute; `end` may reach into the feed in progress)
+        inside one string, and the offset in it where `start` is. The pieces from `start` on
+        are replaced by their join, so a long call is read in place: not copied beside the
+        pieces it is made of."""
+        if end > self._length:  # store the part of the feed the caller reads, now
+            taken = self._feed[self._feed_start : self._feed_start + end - self._length]
+            self._feed_start += len(taken)
+            self.add(taken)
+        first = max(0, bisect_right(self._starts, start) - 1)
+        if len(self._pieces) - first > 1:
+            self._pieces[first:] = ["".join(self._pieces[first:])]
+            self._starts[first:] = [self._starts[first]]
+            self._loose = 0
+        return self._pieces[first], start - self._starts[first]
+
     def slice(self, start: int, end: int | None = None) -> str:
         """Absolute offsets; `end` may reach into the feed in progress (None: what is stored)."""
         stored_end = self._length if end is None else min(end, self._length)

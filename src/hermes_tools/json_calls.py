@@ -200,6 +200,7 @@ class JsonCallReader(CallReader[_State]):
         decoded = lexer.string_text(text)
         if decoded is None:
             return False
+        at = len(self._raw)
         self._raw.add(text)
         if decoded:
             call = self._call
@@ -207,7 +208,9 @@ class JsonCallReader(CallReader[_State]):
             if args is not None and self._route is args:
                 # A string inside the arguments object (a file's content...): the most
                 # frequent feed of all goes straight from the writer to the call.
-                call.pending.write_args(args.string_text(decoded))  # type: ignore[union-attr]
+                written = args.string_text(decoded)
+                mirrored = at if written == text else None
+                call.pending.write_args(written, mirrored)  # type: ignore[union-attr]
             else:
                 self.string_chunk(decoded)
                 self._flush_args()
@@ -458,6 +461,8 @@ class JsonCallReader(CallReader[_State]):
             self._start_route(NullSink(), None, self._depth - 1)
         elif field is _Field.ARGUMENTS and kind == "{":
             call.args = CanonicalWriter()
+            if self._replay_raw is None and self._lexer is not None:
+                call.pending.mirror(self._raw, self._abs(self._lexer.at))
             self._start_route(call.args, field, self._depth - 1)
             call.args.begin_container(kind)
         elif field is _Field.FUNCTION and kind == "{":

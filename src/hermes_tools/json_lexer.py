@@ -25,6 +25,7 @@ from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, Protocol
 
     # What the lexer reports to (a protocol: only mypy needs the class).
@@ -504,6 +505,31 @@ def _decoded_run(run: str, quote: str) -> str:
 def canonical(value: Any) -> str:
     """The JSON text this package writes for a value (arguments, schema values, results)."""
     return json.dumps(value, ensure_ascii=False)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # as `canonical` writes
+
+
+def canonical_pieces(value: Any, size: int = 4096) -> Iterator[str]:
+    """`canonical(value)` in pieces: short chunks gathered up to `size` characters, a long
+    one (a long string) on its own. A long argument is written without a copy of it beside
+    its pieces (`json.dumps` joins them, which holds the text twice)."""
+    pending: list[str] = []
+    length = 0
+    for chunk in _ENCODER.iterencode(value):
+        if len(chunk) >= size:
+            if pending:
+                yield "".join(pending)
+                pending, length = [], 0
+            yield chunk
+            continue
+        pending.append(chunk)
+        length += len(chunk)
+        if length >= size:
+            yield "".join(pending)
+            pending, length = [], 0
+    if pending:
+        yield "".join(pending)
 
 
 # A `\\u` escape of a surrogate (after an even run of backslashes): a pair, or a lone one.

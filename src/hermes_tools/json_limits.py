@@ -23,6 +23,7 @@ import json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 MAX_DEPTH = 100
@@ -76,8 +77,26 @@ _STRICT_DECODER = json.JSONDecoder(
 
 def decode_arguments(text: str) -> Any:
     """Decode argument text strictly; raises ArgumentsProblem with the reason."""
+    return _checked(lambda: _STRICT_DECODER.decode(text))
+
+
+def decode_arguments_at(text: str, start: int, end: int) -> Any:
+    """Decode `text[start:end]` strictly, in place (a long argument is not copied to be read);
+    raises ArgumentsProblem if it is not exactly one acceptable JSON value. Its reasons for
+    broken JSON name offsets in `text`: for a reason to show, decode the slice instead."""
+
+    def read() -> Any:
+        value, stop = _STRICT_DECODER.raw_decode(text, start)
+        if stop != end:
+            raise ValueError("the value does not end where the arguments end")
+        return value
+
+    return _checked(read)
+
+
+def _checked(decode: Callable[[], Any]) -> Any:
     try:
-        value = _STRICT_DECODER.decode(text)
+        value = decode()
     except RecursionError:
         raise ArgumentsProblem(f"the arguments are nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:  # hooks raise ArgumentsProblem, which is not a ValueError

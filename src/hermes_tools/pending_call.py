@@ -4,6 +4,11 @@ It owns the event contract for a call: exactly one `ToolCallStart` (as soon as a
 known), argument deltas after it (buffered until then), exactly one `ToolCallEnd`. A valid call's
 arguments are the strict JSON decoding (`json_limits.decode_arguments`) of exactly the deltas
 it emitted, so invariant 2 holds by construction and nothing JSON cannot carry gets through.
+
+While the deltas are the model's own text of the arguments, character for character (a model
+that writes JSON as `json.dumps` does), they are not kept a second time: the call *mirrors*
+the block's raw text, and its arguments are decoded from that text in place. A long argument
+then costs its raw text and its decoded value, not also a copy of its deltas.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from collections.abc import Callable
 
 from hermes_tools.events import InvalidToolCall, ToolCall
 from hermes_tools.json_lexer import canonical
-from hermes_tools.json_limits import ArgumentsProblem, decode_arguments
+from hermes_tools.json_limits import ArgumentsProblem, decode_arguments, decode_arguments_at
 from hermes_tools.tools import Toolbox, is_tool_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
+
+    from hermes_tools.block_text import BlockText
 
     # A protocol: only mypy needs the class.
     class CallEmitter(Protocol):
@@ -49,6 +56,9 @@ class PendingCall:
         "_emitted",
         "_emitter",
         "_loose",
+        "_mirrored",
+        "_raw",
+        "_raw_start",
         "_replay",
         "_toolbox",
         "error",
@@ -68,6 +78,9 @@ class PendingCall:
         self._emitted: list[str] = []  # argument text already sent as deltas
         self._loose = 0  # deltas at the end of _emitted not joined yet
         self._replay: str | None = None
+        self._raw: BlockText | None = None  # while the deltas mirror the raw text
+        self._raw_start = 0  # where the arguments begin in it
+        self._mirrored = 0  # characters of it the deltas are
 
     @property
     def started(self) -> bool:
@@ -92,7 +105,15 @@ class PendingCall:
         if self.error is None:
             self.error = error
 
-    def write_args(self, text: str) -> None:
+    def mirror(self, raw: BlockText, start: int) -> None:
+        """The arguments begin at the absolute offset `start` of the block's `raw` text; only
+        for a started call that wrote no arguments yet."""
+        if self.index is not None and not self.args_written() and self._replay is None:
+            self._raw = raw
+            self._raw_start = start
+
+    def write_args(self, text: str, at: int | None = None) -> None:
+        """`at`: the caller knows `text` is the raw text at that absolute offset."""
         if not text:
             return
         if self._replay is not None:
@@ -101,7 +122,11 @@ class PendingCall:
                 return
         if self.index is None:
             self._buffer.append(text)
+        elif self._raw is not None and self._mirrors(text, at):
+            self._mirrored += len(text)
+            self._emitter.call_args(self.index, text)
         else:
+            self._stop_mirroring()
             self._emitted.append(text)
             self._loose += 1
             if self._loose == _JOINED:  # a long argument: kept in few strings
@@ -109,13 +134,29 @@ class PendingCall:
                 self._loose = 0
             self._emitter.call_args(self.index, text)
 
+    def _mirrors(self, text: str, at: int | None) -> bool:
+        assert self._raw is not None
+        where = self._raw_start + self._mirrored
+        if at is not None:
+            return at == where
+        return self._raw.slice(where, where + len(text)) == text
+
+    def _stop_mirroring(self) -> None:
+        """The deltas differ from the raw text from here on: keep a copy of them after all."""
+        if self._raw is not None:
+            if self._mirrored:
+                start = self._raw_start
+                self._emitted = [self._raw.slice(start, start + self._mirrored)]
+            self._raw = None
+
     def args_written(self) -> bool:
-        return bool(self._buffer or self._emitted)
+        return bool(self._buffer or self._emitted or self._mirrored)
 
     def replay(self) -> None:
         """The arguments are about to be written again from the start (after a repair); only
         text beyond what was already emitted goes out, and it must agree with it. What was
         only buffered (the name was not known yet) was never sent: it is simply rewritten."""
+        self._stop_mirroring()
         self._replay = "".join(self._emitted)
         self._buffer.clear()
 
@@ -152,10 +193,8 @@ class PendingCall:
         if self.error is not None:
             self.fail(self.error, raw())
             return
-        text = "".join(self._emitted)
-        self._emitted = []  # settled: only the joined text is needed now, not its pieces too
         try:
-            arguments = decode_arguments(text)
+            arguments = self._decoded()
         except ArgumentsProblem as problem:
             self.fail(str(problem), raw())
             return
@@ -165,6 +204,18 @@ class PendingCall:
         assert self.index is not None
         assert self.name is not None
         self._emitter.end_call(self.index, ToolCall(self.id, self.name, arguments))
+
+    def _decoded(self) -> Any:
+        if self._raw is not None:
+            start, end = self._raw_start, self._raw_start + self._mirrored
+            text, at = self._raw.joined(start, end)
+            try:
+                return decode_arguments_at(text, at, at + self._mirrored)
+            except ArgumentsProblem:
+                self._stop_mirroring()  # decoded again below, for the reason as it is worded
+        text = "".join(self._emitted)
+        self._emitted = []  # settled: only the joined text is needed now, not its pieces too
+        return decode_arguments(text)
 
     def fail(self, error: str, raw: str) -> None:
         if self.index is None:

@@ -47,7 +47,7 @@ from hermes_tools.events import (
 )
 from hermes_tools.grounding import Grounding
 from hermes_tools.json_answer import extract_json_answer
-from hermes_tools.json_lexer import canonical
+from hermes_tools.json_lexer import canonical, canonical_pieces
 from hermes_tools.prompt import ToolChoice
 from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tools import Toolbox
@@ -376,19 +376,19 @@ class ChoiceReply:
         if not self._check_grounding or grounding is None:
             return ""
         function = self._policy.toolbox.function(call.name)
-        called = f"{call.name}({canonical(call.arguments)})"
         copied = grounding.copied(call.arguments, function)
         if copied:
             return (
-                f"You called {called}, but {', '.join(copied)} comes from the description of "
-                f"{call.name}, not from the conversation: call it again with the values the "
-                "user gave."
+                f"You called {_called(call)}, but {', '.join(copied)} comes from the "
+                f"description of {call.name}, not from the conversation: call it again with "
+                "the values the user gave."
             )
         values = grounding.ungrounded(call.arguments, function)
         if not values:
             return ""
         return (
-            f"You called {called}, but nobody in this conversation said {', '.join(values)}. "
+            f"You called {_called(call)}, but nobody in this conversation said "
+            f"{', '.join(_shortened(value) for value in values)}. "
             "If the user's request needs a tool, call it with values from the conversation; "
             "if it does not, answer the user directly."
         )
@@ -426,7 +426,8 @@ class ChoiceReply:
                 if isinstance(call, InvalidToolCall):
                     continue
                 out += self._release(event)
-                out += self._release(ToolCallArgsDelta(event.index, canonical(call.arguments)))
+                for piece in canonical_pieces(call.arguments):
+                    out += self._release(ToolCallArgsDelta(event.index, piece))
                 continue
             out += self._release(event)
         return out
@@ -555,6 +556,15 @@ class ChoiceReply:
         if upstream == "tool_calls":
             return "stop"  # the server thought it saw calls; none of them could be used
         return upstream or "stop"
+
+
+def _called(call: ToolCall) -> str:
+    """The call as a reason quotes it (made only for a reason: an argument may be long)."""
+    return f"{call.name}({_shortened(canonical(call.arguments))})"
+
+
+def _shortened(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _call_delta(index: int, **function: str) -> Delta:
