@@ -435,23 +435,24 @@ def test_a_call_after_a_grounded_call_that_went_out_stands(
     assert len(server.bodies()) == 2
 
 
+CALCULATOR = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "Evaluate an expression such as '(3 + 4) * 2.5'.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+        },
+    },
+}
+
+
 def test_a_number_copied_from_a_tools_description_is_asked_again(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "calculator",
-                "description": "Evaluate an expression such as '(3 + 4) * 2.5'.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"expression": {"type": "string"}},
-                    "required": ["expression"],
-                },
-            },
-        }
-    ]
+    tools = [CALCULATOR]
     copied = '<tool_call>{"name": "calculator", "arguments": {"expression": "(12 + 30) * 2.5"}}</tool_call>'
     fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "12 + 30"}}</tool_call>'
     question = [{"role": "user", "content": "What is 12 + 30?"}]
@@ -470,6 +471,31 @@ def test_a_number_copied_from_a_tools_description_is_asked_again(
         "description of calculator, not from the conversation: call it again with the values "
         "the user gave."
     )
+
+
+def test_a_call_copying_its_tools_example_after_a_call_that_went_out_is_invalid(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Qwen2.5-Coder asked only for the weather in Berlin also calls the calculator with its
+    description's example: the attempt is committed (the weather call went out), so it is not
+    asked again, but that made-up call is invalid, with the reason, and is not run."""
+    example = (
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "(3 + 4) * 2.5"}}'
+        "</tool_call>"
+    )
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client, server, [Reply(FIXED + example, chunks=6)], tools=[*TOOLS, CALCULATOR]
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert [c.function.name for c in message.tool_calls] == ["get_weather"]
+    (invalid,) = message.invalid_tool_calls
+    assert invalid["name"] == "calculator"
+    assert json.loads(invalid["arguments"]) == {"expression": "(3 + 4) * 2.5"}
+    assert "2.5 comes from the description of calculator" in invalid["error"]
+    assert whole.choices[0].finish_reason == "tool_calls"
+    assert len(server.bodies()) == 2  # not asked again
 
 
 def test_the_grounding_check_can_be_turned_off(

@@ -55,7 +55,8 @@ class HermesFormat:
     - `check_grounding`: when a call uses only argument values found nowhere in the
       conversation (`get_weather(city="Paris")` in answer to "Hi!"), or a number copied from
       its tool's description, ask again once, telling the model so (see `grounding`); needs
-      `repair_attempts` >= 1.
+      `repair_attempts` >= 1. A call after one that already went out is not asked again,
+      but one that copies such a number is invalid.
     """
 
     syntax: Syntax = "json"

@@ -20,7 +20,9 @@ attempt leaves nothing in the stream or the message:
 - a retry contributes its calls only; its text counts only when it makes no valid call (then
   the model answered instead), and not when it repeats what an earlier attempt wrote.
 A call already streamed that turns out invalid cannot be taken back: its arguments get a
-suffix no JSON reader accepts, strict or partial (`never_parses`).
+suffix no JSON reader accepts, strict or partial (`never_parses`). Such is a call made after the
+attempt was committed that copies a number from its tool's description (`grounding`): it can
+no longer be asked again, and it is made up.
 
 A request for a JSON answer (`response_format`) gets its text whole at the end of the reply,
 as canonical JSON when it holds a JSON value (fences, prose and Python literals repaired).
@@ -286,6 +288,12 @@ class ChoiceReply:
                     self._drop(event.call, refusal)
                     continue
                 event, spread = self._checked(event)
+                if isinstance(event.call, ToolCall) and not self._holding:
+                    # A call after the attempt was committed can no longer be asked again; one
+                    # that copies a number from its tool's description is made up: invalid.
+                    copied = self._copied(event.call)
+                    if copied:
+                        event = self._invalid(event.index, event.call, copied)
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
                     # Once the attempt is committed (and out), it can no longer be asked again.
@@ -375,14 +383,10 @@ class ChoiceReply:
         grounding = self._policy.grounding
         if not self._check_grounding or grounding is None:
             return ""
-        function = self._policy.toolbox.function(call.name)
-        copied = grounding.copied(call.arguments, function)
+        copied = self._copied(call)
         if copied:
-            return (
-                f"You called {_called(call)}, but {', '.join(copied)} comes from the "
-                f"description of {call.name}, not from the conversation: call it again with "
-                "the values the user gave."
-            )
+            return copied
+        function = self._policy.toolbox.function(call.name)
         values = grounding.ungrounded(call.arguments, function)
         if not values:
             return ""
@@ -391,6 +395,20 @@ class ChoiceReply:
             f"{', '.join(_shortened(value) for value in values)}. "
             "If the user's request needs a tool, call it with values from the conversation; "
             "if it does not, answer the user directly."
+        )
+
+    def _copied(self, call: ToolCall) -> str:
+        """Why the call copies a number from its tool's description ("" when it does not)."""
+        grounding = self._policy.grounding
+        if not self._check_grounding or grounding is None:
+            return ""
+        copied = grounding.copied(call.arguments, self._policy.toolbox.function(call.name))
+        if not copied:
+            return ""
+        return (
+            f"You called {_called(call)}, but {', '.join(copied)} comes from the description "
+            f"of {call.name}, not from the conversation: call it again with the values the "
+            "user gave."
         )
 
     def _call_seen(self) -> None:
