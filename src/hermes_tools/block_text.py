@@ -38,7 +38,9 @@ class BlockText:
         self.add(self._feed[self._feed_start : pos])
         self._feed = ""
 
-    def add(self, piece: str) -> None:
+    def add(self, piece: str) -> int:
+        """Store `piece`; returns its absolute offset."""
+        at = self._length
         if piece:
             self._pieces.append(piece)
             self._starts.append(self._length)
@@ -48,6 +50,7 @@ class BlockText:
             self._loose += 1
             if self._loose == _JOINED:
                 self._join_loose()
+        return at
 
     def _join_loose(self) -> None:
         # A long call arrives in many small feeds: every _JOINED pieces become one string,
@@ -72,6 +75,14 @@ class BlockText:
         """Whether anything but whitespace comes before the absolute offset `end`."""
         current = self._feed[self._feed_start : self._feed_start + max(0, end - self._length)]
         return not self._blank or bool(current.strip())
+
+    def matches(self, start: int, text: str) -> bool:
+        """Whether `text` is what was read at the absolute offset `start` (it may reach into
+        the feed in progress; read there without a copy)."""
+        if start >= self._length:
+            at = self._feed_start + start - self._length
+            return len(self._feed) - at >= len(text) and self._feed.startswith(text, at)
+        return self.slice(start, start + len(text)) == text
 
     def joined(self, start: int, end: int) -> tuple[str, int]:
         """The text from `start` to `end` (absolute; `end` may reach into the feed in progress)

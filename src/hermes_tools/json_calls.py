@@ -200,8 +200,7 @@ class JsonCallReader(CallReader[_State]):
         decoded = lexer.string_text(text)
         if decoded is None:
             return False
-        at = len(self._raw)
-        self._raw.add(text)
+        at = self._raw.add(text)
         if decoded:
             call = self._call
             args = None if call is None else call.args

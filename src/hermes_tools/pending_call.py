@@ -122,7 +122,11 @@ class PendingCall:
                 return
         if self.index is None:
             self._buffer.append(text)
-        elif self._raw is not None and self._mirrors(text, at):
+        elif self._raw is not None and (
+            at == self._raw_start + self._mirrored
+            if at is not None
+            else self._raw.matches(self._raw_start + self._mirrored, text)
+        ):
             self._mirrored += len(text)
             self._emitter.call_args(self.index, text)
         else:
@@ -133,13 +137,6 @@ class PendingCall:
                 self._emitted[-_JOINED:] = ["".join(self._emitted[-_JOINED:])]
                 self._loose = 0
             self._emitter.call_args(self.index, text)
-
-    def _mirrors(self, text: str, at: int | None) -> bool:
-        assert self._raw is not None
-        where = self._raw_start + self._mirrored
-        if at is not None:
-            return at == where
-        return self._raw.slice(where, where + len(text)) == text
 
     def _stop_mirroring(self) -> None:
         """The deltas differ from the raw text from here on: keep a copy of them after all."""
