@@ -8,7 +8,9 @@ chunks, in three shapes: prose, one call with one huge string argument, and many
 (~80 characters each). Each client reads the stream to the end and keeps nothing; the figure
 is tracemalloc's peak of memory allocated while reading (each reader reads the reply once
 untraced first, so one-time imports are not counted), as a ratio to the reply's size (the goal
-for `wrap` streaming is <= 2x). The bare `openai` client is the baseline.
+for `wrap` streaming is <= 2x). The bare `openai` client is the baseline; `ChatOpenAI.stream`
+reads the same turn sent as native `tool_calls`, the oracle for `ChatHermes.stream` (LangChain
+adds every chunk up into the message it reports, whichever model streams).
 
 Time: `ChatHermes.invoke` on a reply whose one call carries a 1 MB and a 2 MB argument, beside
 `wrap` (not streamed); linear means the 2 MB reply takes about twice as long. With
@@ -37,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration_tests"))
 
 from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
 from openai import AsyncOpenAI, OpenAI
 
 import hermes_tools
@@ -103,14 +106,41 @@ SHAPES: dict[str, Callable[[int], str]] = {
 }
 
 
+def native_reply(text: str, chunk: int) -> Reply:
+    """The same turn as a server with its own tool parser sends it: the calls as `tool_calls`
+    whose arguments stream in `chunk`-character pieces, the rest as content."""
+    result = hermes_tools.parse(text, [tool["function"] for tool in TOOLS])
+    calls = [
+        {
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for index, call in enumerate(result.tool_calls)
+    ]
+    if not calls:
+        return Reply(text, chunks=chunk)
+    return Reply(
+        result.content,
+        tool_calls=calls,
+        call_chunks=chunk,
+        chunks=chunk,
+        finish_reason="tool_calls",
+    )
+
+
 def serve(shape: str, size: int, chunk: int, pipe: Connection) -> None:
-    """The child process: serve one reply forever, send back the base URL and its size."""
+    """The child process: serve one reply forever, as model text and as native calls; send
+    back both base URLs and the text's size."""
     text = SHAPES[shape](size)
     server = ScriptedServer().start()
     server.fallback = Reply(text, chunks=chunk)
-    pipe.send((server.base_url, len(text)))
+    native = ScriptedServer().start()
+    native.fallback = native_reply(text, chunk)
+    pipe.send((server.base_url, native.base_url, len(text)))
     pipe.recv()  # until the parent is done
     server.stop()
+    native.stop()
 
 
 def peak_while(read: Callable[[], None]) -> int:
@@ -126,7 +156,7 @@ def peak_while(read: Callable[[], None]) -> int:
     return peak - before
 
 
-def memory_readers(base_url: str) -> dict[str, Callable[[], None]]:
+def memory_readers(base_url: str, native_url: str) -> dict[str, Callable[[], None]]:
     options: dict[str, Any] = {"base_url": base_url, "api_key": "bench", "max_retries": 0}
     request: dict[str, Any] = {"model": "bench", "messages": MESSAGES, "stream": True}
 
@@ -156,12 +186,20 @@ def memory_readers(base_url: str) -> dict[str, Callable[[], None]]:
         for _ in model.bind_tools([tool(write_file), tool(get_weather)]).stream(REQUEST):
             pass
 
+    def chat_openai() -> None:
+        # The native class on the same turn with native calls: what LangChain's own streaming
+        # keeps (it adds up every chunk into the message), for comparison with ChatHermes.
+        model = ChatOpenAI(model="bench", **{**options, "base_url": native_url})
+        for _ in model.bind_tools([tool(write_file), tool(get_weather)]).stream(REQUEST):
+            pass
+
     return {
         "bare openai client (baseline)": bare,
         "wrap(OpenAI), streamed": wrapped(),
         "wrap(OpenAI, repair_attempts=0)": wrapped(repair_attempts=0),
         "wrap(AsyncOpenAI), streamed": wrapped_async,
         "ChatHermes.stream": chat_hermes,
+        "ChatOpenAI.stream (native)": chat_openai,
     }
 
 
@@ -183,9 +221,9 @@ def memory(size: int, chunk: int, shapes: list[str], readers: list[str] | None) 
         parent, child = context.Pipe()
         process = context.Process(target=serve, args=(shape, size, chunk, child), daemon=True)
         process.start()
-        base_url, length = parent.recv()
+        base_url, native_url, length = parent.recv()
         print(f"  {shape} ({length / MB:.1f} MB):")
-        for label, read in memory_readers(base_url).items():
+        for label, read in memory_readers(base_url, native_url).items():
             if readers is not None and not any(label.startswith(r) for r in readers):
                 continue
             read()  # once untraced: what is allocated once per process (imports) is not counted
@@ -239,7 +277,7 @@ def invoke_times(sizes: list[float], runs: int) -> None:
             target=serve, args=("one huge argument", size, 1000, child), daemon=True
         )
         process.start()
-        base_url, _length = parent.recv()
+        base_url, _native_url, _length = parent.recv()
         for label, read in invoke_readers(base_url).items():
             times = []
             for _ in range(runs):
