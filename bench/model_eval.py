@@ -78,6 +78,17 @@ def evaluate_endpoint(
     return report
 
 
+def rescored(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Saved reports with their metrics computed again from their outcomes."""
+    by_id = {case.id: case for case in CASES}
+    for report in reports:
+        for variant in report["variants"].values():
+            outcomes = [Outcome(**saved) for saved in variant["outcomes"]]
+            cases = [by_id[outcome.case] for outcome in outcomes]
+            variant["metrics"] = metrics(cases, outcomes)
+    return reports
+
+
 def _brief(outcome: Outcome) -> str:
     calls = " ".join(f"{c['name']}({json.dumps(c['arguments'])})" for c in outcome.calls)
     text = outcome.content.replace("\n", " ")[:60]
@@ -132,7 +143,17 @@ def main() -> int:
         "--cases", default="", help="only cases whose id or kind contains one of these (a,b,...)"
     )
     parser.add_argument("--json", type=Path, help="write the whole report here")
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        metavar="JSON",
+        help="print the tables of a saved report, scored by this version of the scoring",
+    )
     args = parser.parse_args()
+    if args.rescore:
+        for report in rescored(json.loads(args.rescore.read_text())):
+            print(table(report) + "\n")
+        return 0
 
     variants = [name for name in args.prompts.split(",") if name]
     unknown = [name for name in variants if name not in VARIANTS]

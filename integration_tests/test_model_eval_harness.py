@@ -107,6 +107,18 @@ def test_a_made_up_tool_result_is_counted_and_seen_when_it_reaches_the_user(
     assert made_up_reached_user(outcome) == ("<tool_response>" in outcome.content)
 
 
+def test_a_made_up_result_in_the_shape_results_are_written_back_in_is_seen(
+    server: ScriptedServer,
+) -> None:
+    """Qwen2.5-Coder-0.5B, after a tool result, writes the next result itself, untagged, in
+    the JSON shape this package writes results back in: the user sees it as the answer."""
+    case = BY_ID["str-weather-paris"]
+    server.script('{"name": "get_weather", "id": "call_1", "content": "24 C, clear"}')
+    outcome = _run(server, case)
+    assert made_up_result(outcome)
+    assert made_up_reached_user(outcome)
+
+
 def test_repairs_are_counted(server: ScriptedServer) -> None:
     case = BY_ID["str-weather-paris"]
     server.script(

@@ -22,7 +22,13 @@ from evaluation.tools import evaluate
 SINGLE_CALL_KINDS = ("single", "required", "named", "qwen3_coder", "structured")
 CALL_KINDS = (*SINGLE_CALL_KINDS, "parallel", "chain", "recovery", "one_call")
 NO_CALL_KINDS = ("no_call", "none")
-MADE_UP_RESULT = re.compile(r"<\s*/?\s*(tool_response|tool_result|function_response)\b", re.I)
+# A result the model wrote itself: in a result tag, or as the JSON a result is written back in
+# (`{"name": ..., "id": ..., "content": ...}`), which small models copy from the history.
+MADE_UP_RESULT = re.compile(
+    r"<\s*/?\s*(tool_response|tool_result|function_response)\b"
+    r'|\{\s*"name"\s*:\s*"[^"]*"\s*,\s*(?:"id"\s*:\s*"[^"]*"\s*,\s*)?"(?:content|error)"\s*:',
+    re.I,
+)
 
 
 def _same(expected: Any, actual: Any) -> bool:
