@@ -119,6 +119,15 @@ def test_a_made_up_result_in_the_shape_results_are_written_back_in_is_seen(
     assert made_up_reached_user(outcome)
 
 
+def test_a_made_up_result_that_copies_the_real_one_is_no_answer(server: ScriptedServer) -> None:
+    """The 0.5B model's "answer" after a weather result of -3 C is that result, written again."""
+    case = BY_ID["answer-weather"]
+    server.script('{"name": "get_weather", "id": "call_1", "content": "-3 C, heavy snow"}')
+    outcome = _run(server, case)
+    assert made_up_reached_user(outcome)
+    assert not succeeded(case, outcome)
+
+
 def test_repairs_are_counted(server: ScriptedServer) -> None:
     case = BY_ID["str-weather-paris"]
     server.script(

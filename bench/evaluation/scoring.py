@@ -115,8 +115,13 @@ def empty_reply(outcome: Outcome) -> bool:
 
 
 def answered(case: Case, outcome: Outcome) -> bool:
+    """The reply gives the expected facts, and is not a made-up tool result that copies them."""
     text = outcome.content.casefold()
-    return not outcome.calls and all(part.casefold() in text for part in case.answer)
+    return (
+        not outcome.calls
+        and not made_up_reached_user(outcome)
+        and all(part.casefold() in text for part in case.answer)
+    )
 
 
 def succeeded(case: Case, outcome: Outcome) -> bool:
