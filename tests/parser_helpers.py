@@ -209,6 +209,14 @@ def parse_every_way(
     return result
 
 
+def check_all_text(text: str, tools: Iterable[object] | None = None, **options: Any) -> None:
+    """`text` parsed every way is text: no call, valid or invalid, and all of it content."""
+    result = parse_every_way(text, tools, **options)
+    assert result.tool_calls == []
+    assert result.invalid_tool_calls == []
+    assert result.content == text
+
+
 WEATHER = {
     "name": "get_weather",
     "parameters": {

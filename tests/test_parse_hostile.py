@@ -12,7 +12,7 @@ import pytest
 
 from hermes_tools import InvalidToolCall, ParseResult
 from hermes_tools.json_limits import MAX_DEPTH, MAX_INT_DIGITS
-from parser_helpers import WRITE_FILE, calls_as_dicts, parse_every_way
+from parser_helpers import WRITE_FILE, calls_as_dicts, check_all_text, parse_every_way
 
 DAYS = {
     "name": "get_weather",
@@ -104,10 +104,7 @@ def test_huge_integer_in_an_xml_integer_parameter_is_kept_as_written() -> None:
     ],
 )
 def test_huge_numbers_and_deep_json_outside_calls_are_text(text: str) -> None:
-    result = parse_every_way(text, TOOLS)
-    assert result.tool_calls == []
-    assert result.invalid_tool_calls == []
-    assert result.content == text
+    check_all_text(text, TOOLS)
 
 
 # -- wrong calls passed off as valid --------------------------------------------------------
@@ -354,10 +351,7 @@ def test_a_repaired_call_keeps_surrogates_as_a_strict_one_does(written: str, rea
 def test_code_after_a_brace_in_prose_is_still_code(text: str) -> None:
     # A `{` may open a call without tags; its "key" used to run over the backticks or the line
     # break, and the tag in the code after it became a call.
-    result = parse_every_way(text, TOOLS)
-    assert result.tool_calls == []
-    assert result.invalid_tool_calls == []
-    assert result.content == text
+    check_all_text(text, TOOLS)
 
 
 def test_a_call_after_inline_code_following_a_brace_is_read() -> None:

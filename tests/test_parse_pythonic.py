@@ -16,6 +16,7 @@ from hermes_tools import StreamParser, ToolCallArgsDelta, ToolCallStart
 from parser_helpers import (
     WEATHER,
     calls_as_dicts,
+    check_all_text,
     coalesce,
     numbered_ids,
     parse_every_way,
@@ -144,10 +145,7 @@ def test_a_call_cut_off_by_the_end_of_the_reply_is_invalid() -> None:
     ],
 )
 def test_python_that_is_not_a_call_stays_text(text: str) -> None:
-    result = parse_every_way(text, TOOLS)
-    assert result.tool_calls == []
-    assert result.invalid_tool_calls == []
-    assert result.content == text
+    check_all_text(text, TOOLS)
 
 
 def test_unknown_tools_in_a_block_pass_through_as_in_json() -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from hermes_tools import ParseResult
-from parser_helpers import WEATHER, calls_as_dicts, check_nothing_lost, parse_every_way
+from parser_helpers import (
+    WEATHER,
+    calls_as_dicts,
+    check_all_text,
+    check_nothing_lost,
+    parse_every_way,
+)
 
 TOOLS = [WEATHER]
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -98,10 +104,7 @@ def test_empty_think_block_gives_no_reasoning() -> None:
     ],
 )
 def test_calls_shown_in_code_are_text(text: str) -> None:
-    result = parse_every_way(text, TOOLS)
-    assert result.tool_calls == []
-    assert result.invalid_tool_calls == []
-    assert result.content == text
+    check_all_text(text, TOOLS)
 
 
 def test_code_fence_closes_and_calls_after_it_are_real() -> None:
@@ -142,10 +145,7 @@ def test_bare_json_call_at_the_end(text: str) -> None:
     ],
 )
 def test_json_that_is_not_a_call_stays_text(text: str) -> None:
-    result = parse_every_way(text, TOOLS)
-    assert result.tool_calls == []
-    assert result.invalid_tool_calls == []
-    assert result.content == text
+    check_all_text(text, TOOLS)
 
 
 def test_bare_json_calls_can_be_turned_off_and_need_bound_tools() -> None:
