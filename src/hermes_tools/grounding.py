@@ -30,11 +30,12 @@ _DIGITS = frozenset("0123456789")
 
 
 class Grounding:
-    __slots__ = ("_numbers", "_words")
+    __slots__ = ("_definition_numbers", "_numbers", "_words")
 
     def __init__(self, texts: Iterable[str]) -> None:
         self._words: set[str] = set()
         self._numbers: set[float] = set()
+        self._definition_numbers: dict[str, set[float]] = {}  # tool name -> `_numbers_only_in`
         for text in texts:
             for token in _WORD.findall(text):
                 if token[0] in _DIGITS:
@@ -46,6 +47,8 @@ class Grounding:
         """The numbers of the call that come from the definition of `function` (the tool's
         name, description and parameters) and that nobody in the conversation said."""
         numbers = self._numbers_only_in(function)
+        if not numbers:
+            return []
         found = [
             number
             for value in _checkable(arguments, function)
@@ -72,10 +75,18 @@ class Grounding:
     def _numbers_only_in(self, function: dict[str, Any]) -> set[float]:
         """Numbers the tool's definition gives (its examples) that nobody said. Whole numbers
         below 10 are too common to tell a copy: the 3 of an example '(3 + 4) * 2.5' is also
-        the count of files a search found."""
+        the count of files a search found. Found once per tool: every call of a long reply
+        asks."""
+        name = function.get("name")
+        cached = self._definition_numbers.get(name) if isinstance(name, str) else None
+        if cached is not None:
+            return cached
         text = json.dumps(function, ensure_ascii=False)
-        numbers = {float(t) for t in _WORD.findall(text) if t[0] in _DIGITS}
-        return {n for n in numbers - self._numbers if n >= 10 or not n.is_integer()}
+        numbers = {float(t) for t in _NUMBER.findall(text)} - self._numbers
+        found = {n for n in numbers if n >= 10 or not n.is_integer()}
+        if isinstance(name, str):
+            self._definition_numbers[name] = found
+        return found
 
     def _has_word_of(self, value: str) -> bool:
         for match in _WORD.finditer(value):  # not findall: a value may be megabytes of text

@@ -288,12 +288,6 @@ class ChoiceReply:
                     self._drop(event.call, refusal)
                     continue
                 event, spread = self._checked(event)
-                if isinstance(event.call, ToolCall) and not self._holding:
-                    # A call after the attempt was committed can no longer be asked again; one
-                    # that copies a number from its tool's description is made up: invalid.
-                    copied = self._copied(event.call)
-                    if copied:
-                        event = self._invalid(event.index, event.call, copied)
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
                     # Once the attempt is committed (and out), it can no longer be asked again.
@@ -342,7 +336,9 @@ class ChoiceReply:
         fit its tool's schema, is invalid with that reason (and so asked again), unless a
         documented fit (`argument_fit`) makes it valid. A fit that spreads a list over several
         calls gives the first and the events of the others; only a call still held (nothing of
-        it on the wire) is fitted, so what was streamed is never rewritten."""
+        it on the wire) is fitted, so what was streamed is never rewritten. A call after the
+        attempt was committed can no longer be asked again: one that copies a number from its
+        tool's description is made up, and invalid."""
         call = event.call
         problem = self._unbound.pop(event.index, None)
         if not isinstance(call, ToolCall):
@@ -352,7 +348,8 @@ class ChoiceReply:
         toolbox = self._policy.toolbox
         problem = toolbox.argument_problem(call.name, call.arguments)
         if problem is None:
-            return event, []
+            copied = "" if self._holding else self._copied(call)
+            return (self._invalid(event.index, call, copied) if copied else event), []
         held = self._holding and event.index not in self._on_wire
         fitted = (
             fit_arguments(call.name, toolbox.parameters(call.name), call.arguments)
