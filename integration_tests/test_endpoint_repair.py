@@ -325,13 +325,17 @@ def test_a_made_up_tool_result_is_cut_by_the_stop_sequence(
     client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop="END")
     server.script("It is sunny.")
     client.chat.completions.create(model="m", messages=QUESTION, stop="END")  # no tools
+    server.script(FIXED)
+    client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop=["a", "b", "c"])
     full = ["a", "b", "c", "d"]
     server.script(FIXED)
     client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop=full)
-    with_tools, without_tools, four = server.bodies()
-    assert with_tools["stop"] == ["END", "<tool_response>"]
+    with_tools, without_tools, three, four = server.bodies()
+    # Tagged, or untagged as the results in the history start (a small model copies them).
+    assert with_tools["stop"] == ["END", "<tool_response>", '{"tool_call_id"']
     assert without_tools["stop"] == "END"  # untouched when no tools are offered
-    assert four["stop"] == full  # the API allows four: the caller's list stays as it is
+    assert three["stop"] == ["a", "b", "c", "<tool_response>"]  # the API allows four
+    assert four["stop"] == full  # the caller's full list stays as it is
 
 
 def test_an_empty_reply_is_asked_again(server: ScriptedServer, openai_client: OpenAI) -> None:

@@ -48,7 +48,7 @@ def expected_upstream(messages: list[dict[str, Any]], **extra: Any) -> dict[str,
     return {
         "model": "qwen-test",
         "messages": HermesFormat().render_messages(messages, TOOLS),
-        "stop": ["<tool_response>"],  # a made-up tool result ends the reply
+        "stop": ["<tool_response>", '{"tool_call_id"'],  # a made-up tool result ends the reply
         **extra,
     }
 
@@ -97,7 +97,10 @@ def test_round_trip_sync(server: ScriptedServer, openai_client: OpenAI) -> None:
     )
     results = upstream[1]["messages"][3]
     assert results["role"] == "user"
-    assert '"id": "call_r", "content": "18C rain"' in results["content"]
+    assert (
+        '"tool_call_id": "call_r", "name": "get_weather", "content": "18C rain"'
+        in results["content"]
+    )
 
 
 async def test_round_trip_async(server: ScriptedServer, async_openai_client: AsyncOpenAI) -> None:
@@ -217,7 +220,11 @@ def test_everything_else_reaches_the_endpoint_unchanged(
         "model": "qwen-test",
         "temperature": 0.3,
         "max_tokens": 123,
-        "stop": ["\nUser:", "<tool_response>"],  # ours: a made-up tool result ends the reply
+        "stop": [
+            "\nUser:",
+            "<tool_response>",
+            '{"tool_call_id"',
+        ],  # ours: a made-up tool result ends the reply
         "seed": 7,
         "top_p": 0.9,
         "top_k": 20,

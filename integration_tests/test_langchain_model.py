@@ -167,8 +167,14 @@ def test_history_reaches_the_endpoint_as_text(server: ScriptedServer, chat: Any)
     assert messages[1] == {"role": "user", "content": "Weather in Paris and Berlin?", "name": "ana"}
     assert '{"name": "get_weather", "arguments": {"city": "Paris"}}' in messages[2]["content"]
     assert '{"name": "get_weather", "arguments": {"city": "Ber}' in messages[2]["content"]
-    assert '"id": "call_p", "content": "21C"' in messages[3]["content"]
-    assert '"id": "call_b", "error": "city not found"' in messages[3]["content"]
+    assert (
+        '{"tool_call_id": "call_p", "name": "get_weather", "content": "21C"}'
+        in messages[3]["content"]
+    )
+    assert (
+        '{"tool_call_id": "call_b", "name": "get_weather", "error": "city not found"}'
+        in messages[3]["content"]
+    )
     assert "tools" not in server.bodies()[0]
 
 
@@ -204,7 +210,11 @@ def test_request_parameters_reach_the_endpoint(server: ScriptedServer, chat: Any
         "model": "qwen-test",
         "temperature": 0.1,
         "max_tokens": 50,
-        "stop": ["END", "<tool_response>"],  # ours: a made-up tool result ends the reply
+        "stop": [
+            "END",
+            "<tool_response>",
+            '{"tool_call_id"',
+        ],  # ours: a made-up tool result ends the reply
         "seed": 3,
         "top_k": 5,
     }
@@ -213,7 +223,7 @@ def test_request_parameters_reach_the_endpoint(server: ScriptedServer, chat: Any
     chat().invoke("hi", stop=["STOP"], temperature=0.7, model="other-model")
     second = server.bodies()[1]
     assert (second["stop"], second["temperature"], second["model"]) == (
-        ["STOP", "<tool_response>"],
+        ["STOP", "<tool_response>", '{"tool_call_id"'],
         0.7,
         "other-model",
     )

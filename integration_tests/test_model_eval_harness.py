@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scripted_server import Reply, ScriptedServer
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
@@ -107,13 +109,21 @@ def test_a_made_up_tool_result_is_counted_and_seen_when_it_reaches_the_user(
     assert made_up_reached_user(outcome) == ("<tool_response>" in outcome.content)
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"tool_call_id": "call_1", "name": "get_weather", "content": "24 C, clear"}',
+        '{"name": "get_weather", "id": "call_1", "content": "24 C, clear"}',  # the earlier shape
+    ],
+)
 def test_a_made_up_result_in_the_shape_results_are_written_back_in_is_seen(
-    server: ScriptedServer,
+    server: ScriptedServer, reply: str
 ) -> None:
     """Qwen2.5-Coder-0.5B, after a tool result, writes the next result itself, untagged, in
-    the JSON shape this package writes results back in: the user sees it as the answer."""
+    the JSON shape this package writes results back in: the user sees it as the answer (the
+    scripted server ignores the stop sequence that cuts it on a real one)."""
     case = BY_ID["str-weather-paris"]
-    server.script('{"name": "get_weather", "id": "call_1", "content": "24 C, clear"}')
+    server.script(reply)
     outcome = _run(server, case)
     assert made_up_result(outcome)
     assert made_up_reached_user(outcome)

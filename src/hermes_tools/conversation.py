@@ -1,7 +1,7 @@
 """Rewriting an OpenAI-format conversation with tools into plain chat any endpoint accepts.
 
 Past calls become text in the syntax the prompt teaches, results become `<tool_response>`
-blocks carrying the tool's name and the call id, the tools prompt joins the system message, and
+blocks carrying the call id and the tool's name, the tools prompt joins the system message, and
 adjacent messages of one role are merged (some chat templates insist on alternation). Text from
 users, tools and earlier replies is neutralised so it cannot forge the protocol's tags.
 """
@@ -21,6 +21,9 @@ from hermes_tools.prompt import Syntax
 from hermes_tools.stream_parser import parse
 
 Part = dict[str, Any]
+
+# How a written-back tool result starts: a reply that starts one is making a result up.
+RESULT_HEAD = '{"tool_call_id"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,11 +277,13 @@ def _tool_result(
         return _Message(
             "tool", [_text_part(neutralize_text(text, options.tags)), *others], name, extra
         )
+    # The call id comes first, so a made-up result starts with RESULT_HEAD and the request can
+    # stop there; a leading "name" could not be a stop sequence (calls start with it too).
     block: dict[str, Any] = {}
+    if call_id:
+        block["tool_call_id"] = call_id
     if name:
         block["name"] = name
-    if call_id:
-        block["id"] = call_id
     block["error" if is_error else "content"] = _result_value(text)
     body = neutralize_json(json.dumps(block, ensure_ascii=False), options.tags)
     tag = options.response_tag

@@ -20,6 +20,7 @@ from openai import NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
+from hermes_tools.conversation import RESULT_HEAD
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
@@ -86,8 +87,10 @@ class CompletionSession:
         self._parse_calls = uses_tools(kwargs)
         self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
         if self._toolbox and self._choice.mode != "none":
-            # A model that writes a tool result itself has made it up: stop it there.
-            self._upstream["stop"] = with_stop(kwargs.get("stop"), f"<{fmt.response_tag}>")
+            # A model that writes a tool result itself has made it up: stop it there, tagged
+            # or untagged (small models copy the result's JSON without the tags).
+            stop = with_stop(kwargs.get("stop"), f"<{fmt.response_tag}>")
+            self._upstream["stop"] = with_stop(stop, RESULT_HEAD)
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
         self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
         if self._json_answer:
