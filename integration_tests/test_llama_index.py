@@ -100,7 +100,8 @@ async def test_function_agent_with_parallel_calls(
     second_request = server.bodies()[1]["messages"]
     assert second_request[0]["content"].startswith("Be brief.\n\n# Tools")
     assert second_request[-1]["content"].count("<tool_response>") == 2
-    assert '"name": "get_weather", "id": ' in second_request[-1]["content"]
+    assert '"tool_call_id": "call_' in second_request[-1]["content"]
+    assert '"name": "get_weather", "content": ' in second_request[-1]["content"]
 
 
 def test_function_agent_from_sync_code(server: ScriptedServer) -> None:

@@ -104,8 +104,14 @@ def test_history_keeps_everything_the_format_engine_needs() -> None:
     assert rendered[1] == {"role": "user", "content": "Weather?", "name": "ana"}
     assert '"arguments": {"city": "Oslo"}' in rendered[2]["content"]
     assert '"arguments": {"city": "Ber}' in rendered[2]["content"]
-    assert '"id": "c1", "content": "sunny"' in rendered[3]["content"]
-    assert '"name": "get_weather", "id": "c2", "error": "could not run"' in rendered[3]["content"]
+    assert (
+        '{"tool_call_id": "c1", "name": "get_weather", "content": "sunny"}'
+        in rendered[3]["content"]
+    )
+    assert (
+        '{"tool_call_id": "c2", "name": "get_weather", "error": "could not run"}'
+        in rendered[3]["content"]
+    )
 
 
 # -- streamed chunks -------------------------------------------------------------------------

@@ -95,8 +95,11 @@ def test_history_with_blocks_tool_ids_and_images_is_rendered() -> None:
     ]
     assert "hidden" not in rendered[2]["content"]
     assert '"arguments": {"city": "Oslo"}' in rendered[2]["content"]
-    assert '{"name": "get_weather", "id": "c1", "content": "sunny"}' in rendered[3]["content"]
-    assert '{"name": "get_time", "id": "c3", "content": "noon"}' in rendered[5]["content"]
+    assert (
+        '{"tool_call_id": "c1", "name": "get_weather", "content": "sunny"}'
+        in rendered[3]["content"]
+    )
+    assert '{"tool_call_id": "c3", "name": "get_time", "content": "noon"}' in rendered[5]["content"]
 
 
 # -- cumulative responses --------------------------------------------------------------------

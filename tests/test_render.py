@@ -225,8 +225,8 @@ def test_results_carry_name_and_id_and_are_grouped_into_one_turn() -> None:
     assert [m["role"] for m in rendered] == ["assistant", "user"]
     blocks = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", rendered[1]["content"], re.S)
     assert [json.loads(block) for block in blocks] == [
-        {"name": "get_weather", "id": "c1", "content": "sunny"},
-        {"name": "get_time", "id": "c2", "content": ["noon"]},
+        {"tool_call_id": "c1", "name": "get_weather", "content": "sunny"},
+        {"tool_call_id": "c2", "name": "get_time", "content": ["noon"]},
     ]
     assert rendered[1]["content"].endswith("</tool_response>\n\nand?")
 
@@ -243,7 +243,7 @@ def test_error_results_are_marked() -> None:
             }
         ]
     )
-    assert '{"name": "get_time", "id": "c9", "error": "boom"}' in rendered[0]["content"]
+    assert '{"tool_call_id": "c9", "name": "get_time", "error": "boom"}' in rendered[0]["content"]
 
 
 def test_tool_result_role_tool_keeps_tool_messages() -> None:
