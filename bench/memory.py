@@ -10,7 +10,8 @@ is tracemalloc's peak of memory allocated while reading (each reader reads the r
 untraced first, so one-time imports are not counted), as a ratio to the reply's size (the goal
 for `wrap` streaming is <= 2x). The bare `openai` client is the baseline; `ChatOpenAI.stream`
 reads the same turn sent as native `tool_calls`, the oracle for `ChatHermes.stream` (LangChain
-adds every chunk up into the message it reports, whichever model streams).
+adds every chunk up into the message it reports, whichever model streams). For the huge
+argument, `json.loads` of the arguments alone shows what decoding them costs by itself.
 
 Time: `ChatHermes.invoke` on a reply whose one call carries a 1 MB and a 2 MB argument, beside
 `wrap` (not streamed); linear means the 2 MB reply takes about twice as long. With
@@ -245,8 +246,22 @@ def memory(size: int, chunk: int, shapes: list[str], readers: list[str] | None) 
                 f"  ({seconds:5.1f} s under tracemalloc){verdict}",
                 flush=True,
             )
+        if shape == "one huge argument":
+            decoding_alone(SHAPES[shape](size), length)
         parent.send("done")
         process.join()
+
+
+def decoding_alone(text: str, length: int) -> None:
+    """What decoding the call's arguments costs by itself, the text already in memory: the
+    part of the readers' figure no parser can avoid while it checks the arguments, besides the
+    1x of the text it decodes."""
+    arguments = text[text.index('"arguments": ') + len('"arguments": ') : text.rindex("}")]
+    peak = peak_while(lambda: json.loads(arguments))
+    label = "json.loads of the arguments alone"
+    print(f"    {label:34} +{peak / MB:7.1f} MB  {peak / length:5.2f}x", end="")
+    print("  (CPython's decoder grows its string by")
+    print(f"    {'':34} a quarter at a time; + the 1x it reads = the floor)", flush=True)
 
 
 def invoke_readers(base_url: str) -> dict[str, Callable[[], Any]]:
