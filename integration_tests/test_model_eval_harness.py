@@ -114,6 +114,8 @@ def test_a_made_up_tool_result_is_counted_and_seen_when_it_reaches_the_user(
     [
         '{"tool_call_id": "call_1", "name": "get_weather", "content": "24 C, clear"}',
         '{"name": "get_weather", "id": "call_1", "content": "24 C, clear"}',  # the earlier shape
+        # reduced to its content, after the past call written again (0.5B, every prompt):
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"content": "24 C, clear"}',
     ],
 )
 def test_a_made_up_result_in_the_shape_results_are_written_back_in_is_seen(
@@ -129,10 +131,20 @@ def test_a_made_up_result_in_the_shape_results_are_written_back_in_is_seen(
     assert made_up_reached_user(outcome)
 
 
-def test_a_made_up_result_that_copies_the_real_one_is_no_answer(server: ScriptedServer) -> None:
-    """The 0.5B model's "answer" after a weather result of -3 C is that result, written again."""
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"name": "get_weather", "id": "call_1", "content": "-3 C, heavy snow"}',
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"content": "-3 C, heavy snow"}',
+    ],
+)
+def test_a_made_up_result_that_copies_the_real_one_is_no_answer(
+    server: ScriptedServer, reply: str
+) -> None:
+    """The 0.5B model's "answer" after a weather result of -3 C is that result, written again
+    (as results were written back before, then as it writes it now)."""
     case = BY_ID["answer-weather"]
-    server.script('{"name": "get_weather", "id": "call_1", "content": "-3 C, heavy snow"}')
+    server.script(reply)
     outcome = _run(server, case)
     assert made_up_reached_user(outcome)
     assert not succeeded(case, outcome)

@@ -24,10 +24,12 @@ CALL_KINDS = (*SINGLE_CALL_KINDS, "parallel", "chain", "recovery", "one_call")
 NO_CALL_KINDS = ("no_call", "none")
 # A result the model wrote itself: in a result tag, or as the JSON a result is written back in
 # (`{"tool_call_id": ..., "name": ..., "content": ...}`; before, `{"name": ..., "id": ...,
-# "content": ...}`), which small models copy from the history.
+# "content": ...}`), which small models copy from the history, or reduced to its content
+# (`{"content": "-3 C, heavy snow"}`, after the call written again as text).
 MADE_UP_RESULT = re.compile(
     r"<\s*/?\s*(tool_response|tool_result|function_response)\b"
     r'|\{\s*"tool_call_id"\s*:'
+    r'|\{\s*"(?:content|error)"\s*:'
     r'|\{\s*"name"\s*:\s*"[^"]*"\s*,\s*(?:"id"\s*:\s*"[^"]*"\s*,\s*)?"(?:content|error)"\s*:',
     re.I,
 )
