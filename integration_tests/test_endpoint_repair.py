@@ -400,6 +400,51 @@ def test_the_same_ungrounded_call_on_the_retry_is_made(
     assert len(server.bodies()) == 4
 
 
+def test_a_second_guess_is_asked_once_more_to_answer_without_a_call(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Qwen2.5-Coder-1.5B answers "Hi there!" with get_weather(Paris), and asked about Paris,
+    with get_weather(London): another value nobody said is a guess. It is asked once more,
+    beyond repair_attempts=1, to answer without a call; that answer stands."""
+    client = hermes_tools.wrap(openai_client)
+    answer = "Hello! I'm doing well. How can I help?"
+    whole, streamed = both_ways(
+        client, server, [Reply(FIXED, chunks=3), Reply(LONDON, chunks=4), answer], SMALL_TALK
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert (message.content, message.tool_calls) == (answer, None)
+    first, second = message.repairs
+    assert "nobody in this conversation said Paris" in first["reason"]
+    assert "guessing" not in first["reason"]
+    assert "nobody in this conversation said London" in second["reason"]
+    assert "You are guessing again. Do not call a function now" in second["reason"]
+    assert len(server.bodies()) == 6  # three requests each way
+    last_request = server.bodies()[-1]["messages"]
+    assert last_request[-1] == {"role": "user", "content": second["reason"]}
+    assert "London" in last_request[-2]["content"]
+    assert "Paris" in last_request[-4]["content"]
+
+
+def test_the_answer_to_the_second_guess_ask_stands(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """A third guess is made (asked about once more only), and a call with values nobody
+    said is asked about once more only when the first ask was about such values too."""
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [FIXED, LONDON, ROME], SMALL_TALK)
+    same_answer(whole, streamed)
+    (call,) = whole.choices[0].message.tool_calls
+    assert json.loads(call.function.arguments) == {"city": "Rome"}
+    assert len(whole.choices[0].message.repairs) == 2
+    server.reset()
+    broken = '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call>'
+    whole, streamed = both_ways(client, server, [broken, LONDON], SMALL_TALK)
+    same_answer(whole, streamed)
+    assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
+    assert len(server.bodies()) == 4  # the answer to a broken call is not checked for guesses
+
+
 def test_grounded_calls_and_required_calls_are_not_asked_again(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:

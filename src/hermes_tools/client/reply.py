@@ -176,13 +176,17 @@ class ChoiceReply:
         self.attempt_valid = 0  # valid calls this attempt (released or held)
         self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
         self.attempt_ungrounded: list[str] = []  # why valid calls are not grounded
+        self.attempt_unsaid: list[str] = []  # the values of those calls nobody said
         self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
         self._check_grounding = False
 
     # -- one attempt ---------------------------------------------------------------------------
 
-    def start_attempt(self, parser: StreamParser, *, tentative: bool, retry: bool) -> None:
-        """`tentative`: the attempt may be rejected and asked again; `retry`: it is a retry."""
+    def start_attempt(
+        self, parser: StreamParser, *, tentative: bool, retry: bool, check_grounding: bool
+    ) -> None:
+        """`tentative`: the attempt may be rejected and asked again; `retry`: it is a retry;
+        `check_grounding`: its calls' values are checked (see `grounding`)."""
         self._parser = parser
         self._held = []
         self._retry = retry
@@ -196,10 +200,9 @@ class ChoiceReply:
         self.attempt_valid = 0
         self.attempt_errors = []
         self.attempt_ungrounded = []
+        self.attempt_unsaid = []
         self.attempt_text_preview = ""
-        # Only a first attempt that can still be asked again: the answer to "you made that
-        # value up" stands, whatever it is.
-        self._check_grounding = tentative and not retry and self._policy.grounding is not None
+        self._check_grounding = check_grounding and tentative and self._policy.grounding is not None
         if not tentative:
             parser.stop_keeping_calls()  # never written back: see `attempt_result`
 
@@ -387,6 +390,7 @@ class ChoiceReply:
         values = grounding.ungrounded(call.arguments, function)
         if not values:
             return ""
+        self.attempt_unsaid += values
         return (
             f"You called {_called(call)}, but nobody in this conversation said "
             f"{', '.join(_shortened(value) for value in values)}. "

@@ -6,8 +6,12 @@ The sync and async drivers only move data between it and the `openai` client.
 
 Reply policy (with `reply.py`): a reply whose calls are all unusable, or that lacks the call the
 request requires, is asked again up to `repair_attempts` times, for single-choice requests; a
-rejected attempt leaves no trace but its raw text in the `repairs` extension field. When a call
-is required and none comes, the request fails with `ToolCallRequiredError`. A `response_format`
+rejected attempt leaves no trace but its raw text in the `repairs` extension field. A call made
+of values nobody said is asked about (`grounding`); if the answer is a call with other values
+nobody said, the model is guessing, and it is asked once more, beyond `repair_attempts`, to
+answer without a call (the same call again stands: a model that insists may know the value, as
+`AAPL` for "Apple"). When a call is required and none comes, the request fails with
+`ToolCallRequiredError`. A `response_format`
 asking for JSON is not sent: the prompt asks for bare JSON, and the answer is read back.
 """
 
@@ -107,6 +111,8 @@ class CompletionSession:
         single_choice = not given(n) or n == 1
         can_repair = single_choice and self._choice.mode != "none"
         self._repairs_left = repair_attempts if can_repair else 0
+        self._unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
+        self._guess_asks_left = 1 if grounding is not None and can_repair else 0
         self._attempt = 0
         self._replies: dict[int, ChoiceReply] = {}
         self._attempt_started: set[int] = set()
@@ -238,10 +244,18 @@ class CompletionSession:
 
     def _ask_again(self) -> bool:
         reason = self._repair_reason()
-        if reason is None or self._repairs_left <= 0:
+        if reason is None:
             return False
-        self._repairs_left -= 1
-        attempt = self._replies[0].attempt_result()
+        if self._guessed_again():
+            self._guess_asks_left -= 1
+            reason += " " + _NO_MORE_GUESSES
+        elif self._repairs_left > 0:
+            self._repairs_left -= 1
+        else:
+            return False
+        reply = self._replies[0]
+        self._unsaid_asked_about = list(reply.attempt_unsaid) if reply.attempt_unsaid else None
+        attempt = reply.attempt_result()
         written = self._written_back(attempt)
         self._retry_turns += [
             {"role": "assistant", "content": written},
@@ -269,6 +283,19 @@ class CompletionSession:
             message["tool_calls"] = calls
         (rendered,) = self._fmt.render_messages([message])
         return str(rendered["content"])
+
+    def _answers_a_guess_ask(self) -> bool:
+        """This attempt answers "nobody said that", and another guess would be asked about."""
+        return self._guess_asks_left > 0 and self._unsaid_asked_about is not None
+
+    def _guessed_again(self) -> bool:
+        """Asked about values nobody said, the model called with other such values."""
+        unsaid = self._replies[0].attempt_unsaid
+        return (
+            self._answers_a_guess_ask()
+            and bool(unsaid)
+            and set(unsaid) != set(self._unsaid_asked_about or ())
+        )
 
     def _repair_reason(self) -> str | None:
         if len(self._replies) != 1 or self._choice.mode == "none":
@@ -339,7 +366,15 @@ class CompletionSession:
             parser = self._fmt.stream_parser(
                 self._toolbox, "auto" if self._parse_calls else "none", untrusted=self._quoted
             )
-            reply.start_attempt(parser, tentative=self._repairs_left > 0, retry=self._attempt > 0)
+            retry = self._attempt > 0
+            reply.start_attempt(
+                parser,
+                tentative=self._repairs_left > 0 or self._answers_a_guess_ask(),
+                retry=retry,
+                # The answer to "you made that value up" is checked only to see whether it
+                # guesses again.
+                check_grounding=not retry or self._answers_a_guess_ask(),
+            )
         return reply
 
     def _remember_metadata(self, response: object) -> None:
@@ -383,6 +418,12 @@ def json_answer_request(response_format: object) -> tuple[bool, dict[str, Any] |
     else:
         return False, None
     return True, dict(schema) if isinstance(schema, Mapping) and schema else None
+
+
+_NO_MORE_GUESSES = (
+    "You are guessing again. Do not call a function now: answer the user directly, and if "
+    "you need something only the user can tell you, ask for it."
+)
 
 
 def with_stop(stop: object, sequence: str) -> object:
