@@ -54,7 +54,8 @@ class HermesFormat:
     - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
     - `check_grounding`: when a call uses only argument values found nowhere in the
       conversation (`get_weather(city="Paris")` in answer to "Hi!"), or a number copied from
-      its tool's description, ask again once, telling the model so (see `grounding`); needs
+      its tool's description, ask again, telling the model so (see `grounding`), and once
+      more if it answers with other made-up values (see `client.session`); needs
       `repair_attempts` >= 1. A call after one that already went out is not asked again,
       but one that copies such a number is invalid.
     """

@@ -12,9 +12,9 @@ grounded.
 A call is also not grounded when one of its values holds a number found in the tool
 definitions and nowhere in the conversation: asked for 1234 + 5678 with a calculator described
 as taking "an expression such as '(3 + 4) * 2.5'", Qwen2.5-Coder writes `(1234 + 5678) * 2.5`.
-The client asks again once when a reply holds a call that is not grounded (see
-`client.session`); a call that copies such a number after a grounded call already went out is
-invalid (see `client.reply`).
+The client asks again when a reply holds a call that is not grounded, and once more when the
+answer is a call with other values nobody said (see `client.session`); a call that copies such
+a number after a grounded call already went out is invalid (see `client.reply`).
 """
 
 from __future__ import annotations
