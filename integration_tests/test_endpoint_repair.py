@@ -443,6 +443,19 @@ def test_the_answer_to_the_second_guess_ask_stands(
     same_answer(whole, streamed)
     assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
     assert len(server.bodies()) == 4  # the answer to a broken call is not checked for guesses
+    for repeated in (LONDON, COPIED_EXAMPLE):  # insisting stands, however many repairs are left
+        server.reset()
+        patient = hermes_tools.wrap(openai_client, repair_attempts=3)
+        tools = [*TOOLS, CALCULATOR]
+        whole, streamed = both_ways(patient, server, [LONDON, repeated], SMALL_TALK, tools=tools)
+        same_answer(whole, streamed)
+        assert len(whole.choices[0].message.tool_calls) == 1
+        assert len(server.bodies()) == 4
+
+
+COPIED_EXAMPLE = (
+    '<tool_call>{"name": "calculator", "arguments": {"expression": "(3 + 4) * 2.5"}}</tool_call>'
+)
 
 
 def test_grounded_calls_and_required_calls_are_not_asked_again(

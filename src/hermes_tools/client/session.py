@@ -246,14 +246,17 @@ class CompletionSession:
         reason = self._repair_reason()
         if reason is None:
             return False
-        if self._guessed_again():
+        reply = self._replies[0]
+        if self._answers_a_guess_ask() and reply.attempt_ungrounded:
+            # Checked only to see whether the model guesses again: what it insists on stands.
+            if not self._guessed_again():
+                return False
             self._guess_asks_left -= 1
             reason += " " + _NO_MORE_GUESSES
         elif self._repairs_left > 0:
             self._repairs_left -= 1
         else:
             return False
-        reply = self._replies[0]
         self._unsaid_asked_about = list(reply.attempt_unsaid) if reply.attempt_unsaid else None
         attempt = reply.attempt_result()
         written = self._written_back(attempt)
@@ -291,11 +294,7 @@ class CompletionSession:
     def _guessed_again(self) -> bool:
         """Asked about values nobody said, the model called with other such values."""
         unsaid = self._replies[0].attempt_unsaid
-        return (
-            self._answers_a_guess_ask()
-            and bool(unsaid)
-            and set(unsaid) != set(self._unsaid_asked_about or ())
-        )
+        return bool(unsaid) and set(unsaid) != set(self._unsaid_asked_about or ())
 
     def _repair_reason(self) -> str | None:
         if len(self._replies) != 1 or self._choice.mode == "none":
