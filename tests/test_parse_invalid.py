@@ -151,3 +151,12 @@ def test_a_broken_call_is_repaired_up_to_a_size_and_invalid_past_it() -> None:
     assert invalid.name == "write_file"
     assert invalid.error.startswith("the call is not valid JSON: ")
     assert invalid.arguments.endswith("]}")  # what the model wrote, for the retry
+
+
+@pytest.mark.parametrize("text", ["<tool_call>[[<|im_end|>", "<tool_call>\n[[<|im_end|>after"])
+def test_a_list_of_no_calls_cut_by_an_end_token_keeps_only_its_own_text(text: str) -> None:
+    """Found by the fuzzer (seed 5): fed in small chunks, the end token's first characters
+    went into the invalid call's raw text as well."""
+    invalid = only_invalid(text)
+    assert invalid.arguments == "[["
+    assert "may only hold call objects" in invalid.error

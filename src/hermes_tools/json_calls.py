@@ -585,7 +585,9 @@ class JsonCallReader(CallReader[_State]):
             self._junk = False
             if not self._strict:
                 assert self._lexer is not None
-                self._settle_junk(self._abs(self._lexer.at + 1))
+                # Closed by an end tag: the lexer's last token may be in an earlier feed.
+                end = self._closing_at
+                self._settle_junk(end if end is not None else self._abs(self._lexer.at + 1))
             return
         call = self._call
         if call is None or field is None:
