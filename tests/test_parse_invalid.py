@@ -160,3 +160,12 @@ def test_a_list_of_no_calls_cut_by_an_end_token_keeps_only_its_own_text(text: st
     invalid = only_invalid(text)
     assert invalid.arguments == "[["
     assert "may only hold call objects" in invalid.error
+
+
+def test_a_broken_block_is_not_cut_into_calls_inside_a_word() -> None:
+    """Found by the fuzzer (seed 7): json-repair read the broken block as several values, and
+    the text was cut between them at the `][` of `m10=][x`, a word split across two invalid
+    calls. `][` with nothing between is no boundary of items: the block is one invalid call."""
+    text = '<tool_call>{"arguments":"{}"ame":"write_file"} m10=][x </tool_call>'
+    invalid = only_invalid(text)
+    assert invalid.arguments == '{"arguments":"{}"ame":"write_file"} m10=][x'

@@ -52,7 +52,8 @@ _FENCE_HEAD = re.compile(r"`{3,64}[A-Za-z0-9_+.-]{0,16}")
 _LAYOUT = re.compile(r"[\s,\[\]`]*")  # a fence's info word left at the end is not layout
 _FENCE_CLOSE = re.compile(r"\n[ \t]*`{3,}\s*$")
 _LIST_START = re.compile(r"\s*\[?[\s,;]*")  # a list's opening bracket, when the broken text has it
-_ITEM_END = re.compile(r"[}\]](?=[\s,;]*[{\[])")  # where an item may end: the next opens
+# Where an item may end: the next opens (`][` with nothing between is inside a word, `m=][x`).
+_ITEM_END = re.compile(r"\}(?=[\s,;]*[{\[])|\](?=[\s,;]+[{\[]|\{)")
 _MAX_WRONG_CUTS = 8
 
 
