@@ -585,10 +585,7 @@ class JsonCallReader(CallReader[_State]):
         if self._junk:
             self._junk = False
             if not self._strict:
-                assert self._lexer is not None
-                # Closed by an end tag: the lexer's last token may be in an earlier feed.
-                end = self._closing_at
-                self._settle_junk(end if end is not None else self._abs(self._lexer.at + 1))
+                self._settle_junk(self._value_end())
             return
         call = self._call
         if call is None or field is None:
@@ -601,6 +598,14 @@ class JsonCallReader(CallReader[_State]):
                 self._reject()
         elif field is _Field.ARGUMENTS and isinstance(route, _StringArguments):
             self._settle_string_arguments(call, route)
+
+    def _value_end(self) -> int:
+        """Where the value that just ended stops: after the lexer's last token, or where an end
+        tag closed it (the lexer's last token may then be in an earlier feed)."""
+        if self._closing_at is not None:
+            return self._closing_at
+        assert self._lexer is not None
+        return self._abs(self._lexer.at + 1)
 
     def _settle_junk(self, end: int) -> None:
         PendingCall(self._emitter, self._toolbox).fail(
@@ -645,8 +650,7 @@ class JsonCallReader(CallReader[_State]):
                 call.pending.fail_later(f"the call has keys beside its arguments: {keys}")
             elif not call.pending.args_written():
                 call.pending.write_args(call.extras.take())
-        assert self._lexer is not None
-        end = self._closing_at if self._closing_at is not None else self._abs(self._lexer.at + 1)
+        end = self._value_end()
         replay_raw = self._replay_raw
         start = call.raw_start
 

@@ -11,8 +11,8 @@ of values nobody said is asked about (`grounding`); if the answer is a call with
 nobody said, the model is guessing, and it is asked once more, beyond `repair_attempts`, to
 answer without a call (the same call again stands: a model that insists may know the value, as
 `AAPL` for "Apple"). When a call is required and none comes, the request fails with
-`ToolCallRequiredError`. A `response_format`
-asking for JSON is not sent: the prompt asks for bare JSON, and the answer is read back.
+`ToolCallRequiredError`. A `response_format` asking for JSON is not sent: the prompt asks for
+bare JSON, and the answer is read back.
 """
 
 from __future__ import annotations
