@@ -169,3 +169,30 @@ def test_a_broken_block_is_not_cut_into_calls_inside_a_word() -> None:
     text = '<tool_call>{"arguments":"{}"ame":"write_file"} m10=][x </tool_call>'
     invalid = only_invalid(text)
     assert invalid.arguments == '{"arguments":"{}"ame":"write_file"} m10=][x'
+
+
+def test_a_call_after_a_broken_item_is_read_as_the_parser_reads_any_call() -> None:
+    """Found by the fuzzer (seed 8): after a broken first item, json-repair read the whole
+    list, and misread the second item's single-quoted arguments string at its `", "`; the
+    second call, which the parser reads like any call, came out invalid."""
+    broken = '{"arguments": "{}", "name": "write_file", , "extra": 1}'
+    good = """{'name': 'write_file', 'arguments': '{"path": "a{<b", "content": "c"}'}"""
+    result = parse_every_way(f"<tool_call>[{broken}, {good}]</tool_call>", TOOLS)
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "a{<b", "content": "c"}}
+    ]
+    assert [call.arguments for call in result.invalid_tool_calls] == [broken]
+
+
+@pytest.mark.parametrize("number", ["nan", "NaN", "Infinity", "-inf"])
+def test_a_number_json_has_not_is_never_repaired_into_a_string(number: str) -> None:
+    """Found by the fuzzer (seed 9): in a list whose first item was broken, json-repair read
+    `"big": nan` in the second as the string "nan", and the call was valid."""
+    broken = '{ <think>a</think> "name": "write_file", "arguments": {"path": "p"}}'
+    second = '{"arguments": {"path": "q", "big": NUMBER}, "name": "write_file"}'
+    second = second.replace("NUMBER", number)
+    result = parse_every_way(f"<tool_call>[{broken}, {second}]</tool_call>", TOOLS)
+    assert result.tool_calls == []
+    last = result.invalid_tool_calls[-1]
+    assert last.arguments.startswith(second)  # the raw text keeps the list's `]`
+    assert last.error.startswith("the call is not valid JSON")

@@ -26,6 +26,7 @@ from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, repair
 from hermes_tools.json_writer import CanonicalWriter
+from hermes_tools.partial_json import whole_json
 from hermes_tools.pending_call import TRUNCATED, PendingCall
 from hermes_tools.repairs import faithful_repair, usable_reading
 from hermes_tools.tags import BlockEnd, NeedMore, cut_off
@@ -55,6 +56,7 @@ _LIST_START = re.compile(r"\s*\[?[\s,;]*")  # a list's opening bracket, when the
 # Where an item may end: the next opens (`][` with nothing between is inside a word, `m=][x`).
 _ITEM_END = re.compile(r"\}(?=[\s,;]*[{\[])|\](?=[\s,;]+[{\[]|\{)")
 _MAX_WRONG_CUTS = 8
+_LIST_CLOSE = re.compile(r"\s*\]\s*\Z")  # the last item's text keeps the list's end
 
 
 class _Field(IdentityEnum):
@@ -671,31 +673,47 @@ JsonCallReader.HANDLERS = {
 
 
 def _items(text: str, values: list[Any]) -> list[tuple[Any, str, str]] | None:
-    """Each of `values` (json-repair's reading of `text` as several values) with the text it
-    was read from (twice: as read, and as an invalid call's raw text). The text is cut after
-    the bracket that closes an item where the next one opens: the first such cut whose text
-    json-repair reads as exactly the item. None if there is none (or finding it takes more
-    than a few tries: each try is a repair)."""
+    """The items of a broken list of calls, each with the text it was read from (twice: as
+    read, and as an invalid call's raw text); `values` is json-repair's reading of the whole
+    `text` as several values. The text is cut after a bracket that closes an item where the
+    next one opens: the first cut whose text the lexer reads whole (an item after the broken
+    one is read as the parser reads any call, not as json-repair misreads it: a single-quoted
+    string holding `", "`), or that json-repair reads as exactly its item of `values`. None if
+    there is no such cut (or finding it takes more than a few tries: each try is a repair)."""
     tries = len(values) + _MAX_WRONG_CUTS
     start = _skip(_LIST_START, text, 0)
     cuts = _ITEM_END.finditer(text, start)
     out: list[tuple[Any, str, str]] = []
-    for value in values[:-1]:
+    while True:
+        rest = text[start:].rstrip()
+        value = _item_reading(_LIST_CLOSE.sub("", rest), values, len(out), last=True)
+        if value is not None:
+            return [*out, (value, rest, rest)]
         for cut in cuts:
             tries -= 1
             if tries < 0:
                 return None
             piece = text[start : cut.end()]
-            if repair(piece) == value:
+            value = _item_reading(piece, values, len(out), last=False)
+            if value is not None:
                 out.append((value, piece, piece))
                 start = _skip(_SEPARATORS, text, cut.end())
                 break
         else:
             return None
-    rest = text[start:].rstrip()
-    if not rest or repair(rest) != values[-1]:
+
+
+def _item_reading(piece: str, values: list[Any], index: int, *, last: bool) -> Any:
+    """The value of an item's text: the lexer's own reading, else json-repair's when it is
+    the item at `index` of its reading of the whole list (the last one, if `last`)."""
+    if not piece:
         return None
-    return [*out, (values[-1], rest, rest)]
+    own = whole_json(piece)
+    if own is not None:
+        return own
+    if index >= len(values) or last != (index == len(values) - 1):
+        return None
+    return values[index] if repair(piece) == values[index] else None
 
 
 def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:

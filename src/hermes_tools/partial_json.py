@@ -1,14 +1,17 @@
-"""Reading a JSON text that is still being written: the value so far.
+"""Reading JSON with the lexer's own leniency: a text still being written, or a whole one.
 
-Used to show a call's arguments while they stream: strings cut short keep what arrived, a key
-whose value has not started yet is left out, and nothing is ever invented.
+`partial_json` shows a call's arguments while they stream: strings cut short keep what
+arrived, a key whose value has not started yet is left out, and nothing is ever invented.
+`whole_json` reads a text that should be exactly one value.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from hermes_tools.json_lexer import JsonLexer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _ValueBuilder:
@@ -68,4 +71,16 @@ def partial_json(text: str) -> Any:
     lexer.feed(text)
     if lexer.done:
         lexer.finish_word()
+    return builder.root
+
+
+def whole_json(text: str) -> Any:
+    """The value `text` holds if it is exactly one whole value the lexer reads (strict JSON or
+    the leniency it documents), with nothing but whitespace after it; else None."""
+    builder = _ValueBuilder()
+    lexer = JsonLexer(builder)
+    end = lexer.feed(text)
+    lexer.finish_word()
+    if not lexer.done or lexer.error is not None or text[end:].strip():
+        return None
     return builder.root

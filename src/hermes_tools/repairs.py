@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 _BARE_KEY = re.compile(r"[^\s\"':,{}\[\]()\\]+")  # a key json-repair may read without quotes
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# A number, or a word Python would read as one but JSON has not: json-repair reads a bare
+# `nan` as the string "nan", and the call must not be valid with the model's NaN as a string.
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|nan|inf(?:inity)?)", re.I)
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
