@@ -128,6 +128,10 @@ def _calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
         ),
         ({"city": ["Paris"]}, [{"city": "Paris"}]),
         ({"city": "Paris", "unit": None}, [{"city": "Paris"}]),
+        (  # the values in the shape of the schema (Qwen2.5-Coder-0.5B)
+            {"type": "object", "properties": {"city": "Paris", "unit": "celsius"}},
+            [{"city": "Paris", "unit": "celsius"}],
+        ),
     ],
 )
 def test_a_call_whose_meaning_is_plain_is_fitted_without_asking_again(

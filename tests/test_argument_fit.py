@@ -40,6 +40,14 @@ SCHEMA: dict[str, Any] = {
             [{"query": "mug", "size": 2}, {"query": "mug", "size": 3}],
         ),
         ({"query": "mug", "max_price": None, "size": [2]}, [{"query": "mug", "size": 2}]),
+        (  # the values written in the shape of the schema
+            {
+                "type": "object",
+                "properties": {"query": "running shoes", "max_price": None, "in_stock": True},
+            },
+            [{"query": "running shoes", "in_stock": True}],
+        ),
+        ({"properties": {"query": "kettle"}, "required": ["query"]}, [{"query": "kettle"}]),
     ],
 )
 def test_plain_meanings_are_fitted(arguments: dict[str, Any], calls: list[dict[str, Any]]) -> None:
@@ -60,6 +68,9 @@ def test_plain_meanings_are_fitted(arguments: dict[str, Any], calls: list[dict[s
         {"query": ["kettle", 3]},  # a spread call would not fit
         {"query": [f"item {i}" for i in range(MAX_CALLS_FROM_A_LIST + 1)]},
         {"query": "kettle", "colour": None},  # not a parameter of the tool
+        {"type": "object", "properties": {"query": {"type": "string"}}},  # a schema, no values
+        {"type": "array", "properties": {"query": "kettle"}},
+        {"type": "object", "properties": {"query": "kettle"}, "colour": "red"},
     ],
 )
 def test_anything_else_is_left_as_written(arguments: dict[str, Any]) -> None:
@@ -68,6 +79,16 @@ def test_anything_else_is_left_as_written(arguments: dict[str, Any]) -> None:
 
 def test_a_schema_without_properties_fits_nothing() -> None:
     assert fit_arguments("t", {"type": "object"}, {"a": None}) is None
+
+
+def test_a_tool_that_takes_a_parameter_called_properties_gets_it_as_written() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"type": {"type": "string"}, "properties": {"type": "object"}},
+    }
+    arguments = {"type": "object", "properties": {"colour": "red"}}
+    assert fit_arguments("t", schema, arguments) is None
+    assert check_arguments("t", schema, arguments) is None
 
 
 _JSON = st.recursive(
@@ -82,7 +103,9 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(
-        st.sampled_from(["query", "max_price", "in_stock", "tags", "note", "size", "x"]),
+        st.sampled_from(
+            ["query", "max_price", "in_stock", "tags", "note", "size", "x", "type", "properties"]
+        ),
         _JSON,
         max_size=5,
     )
@@ -92,4 +115,6 @@ def test_a_fit_never_raises_and_every_call_it_makes_fits(arguments: dict[str, An
     if calls is not None:
         assert calls
         assert all(check_arguments("search", SCHEMA, call) is None for call in calls)
-        assert all(set(call) <= set(arguments) for call in calls)  # nothing invented
+        written = arguments.get("properties")
+        keys = set(arguments) | (set(written) if isinstance(written, dict) else set())
+        assert all(set(call) <= keys for call in calls)  # nothing invented
