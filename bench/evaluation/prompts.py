@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tools import legacy_template
-from hermes_tools.prompt import JSON_INSTRUCTIONS
+from hermes_tools.prompt import _PREAMBLE, JSON_INSTRUCTIONS
 
 QWEN_TEMPLATE = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -114,4 +114,12 @@ VARIANTS["x-only-when"] = Variant(
             "If no function is needed, answer directly.", _ONLY_WHEN
         )
     },
+)
+# The default's tool list is compact JSON without OpenAI's wrapper; the 0.5B model sometimes
+# echoes it as if its lines were calls. Same wording, tools as Qwen's template lists them
+# (a template: the JSON instructions also for the qwen3_coder cases, as under the qwen peer).
+VARIANTS["x-wrapped-tools"] = Variant(
+    "x-wrapped-tools",
+    "experiment: the default wording, tools listed in OpenAI's wrapper as Qwen's template does",
+    {"template": f"{_PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{JSON_INSTRUCTIONS}"},
 )
