@@ -120,3 +120,19 @@ def test_llama_31_function_tags_with_json_arguments(text: str) -> None:
 def test_llama_builtin_tool_style_names_the_bound_tool() -> None:
     result = parse_every_way('<|python_tag|>get_weather.call(city="SF")<|eom_id|>', TOOLS)
     assert calls_as_dicts(result) == SF
+
+
+def test_a_broken_llama_call_closed_by_the_end_of_the_output_is_repaired() -> None:
+    """Found by the fuzzer (seed 9, input 8480): nothing but the end of the output closes a
+    `<|python_tag|>` block, so a call there with a stray comma was never repaired (in a
+    `<tool_call>` block it is). One whose last bracket is missing may have been cut off:
+    that one stays invalid."""
+    broken = '<|python_tag|>{"name": "get_weather", "parameters": {"city": "SF", , "unit": "c"}}'
+    result = parse_every_way(broken, TOOLS)
+    assert calls_as_dicts(result) == [
+        {"name": "get_weather", "arguments": {"city": "SF", "unit": "c"}}
+    ]
+    cut = '<|python_tag|>{"name": "get_weather", "parameters": {"city": "SF", , "unit": "c'
+    result = parse_every_way(cut, TOOLS)
+    assert result.tool_calls == []
+    assert len(result.invalid_tool_calls) == 1
