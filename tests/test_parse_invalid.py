@@ -196,3 +196,20 @@ def test_a_number_json_has_not_is_never_repaired_into_a_string(number: str) -> N
     last = result.invalid_tool_calls[-1]
     assert last.arguments.startswith(second)  # the raw text keeps the list's `]`
     assert last.error.startswith("the call is not valid JSON")
+
+
+@pytest.mark.parametrize("value", ["北京", "Örebro", "²"])
+def test_an_unquoted_value_starting_with_a_letter_outside_ascii_never_raises(value: str) -> None:
+    """Found by the fuzzer (seed 11, input 2590): the lexer took a character Python calls
+    alphanumeric (`北`) for the start of a bare word its pattern does not match, and raised
+    IndexError on the empty word. It is no word start: the call is read by json-repair, and
+    kept when that reading keeps every word."""
+    result = parse_every_way(
+        f'<tool_call>{{"name": "get_weather", "arguments": {{"city": {value}}}}}</tool_call>',
+        TOOLS,
+    )
+    if value == "²":
+        assert result.tool_calls == []
+        assert "unexpected '²'" in result.invalid_tool_calls[0].error
+    else:
+        assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": value}}]

@@ -62,6 +62,7 @@ _ESCAPED_RUN = {
 _ESCAPE_PAIR = re.compile(r"\\(.)", re.S)
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 _WORD = re.compile(r"[A-Za-z0-9_+\-.$]*")
+_WORD_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-.$")
 _INT = re.compile(r"-?\d+")
 _FLOAT = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _LITERALS: dict[str, Any] = {
@@ -306,7 +307,7 @@ class JsonLexer:
                 return self._fail(pos, "unexpected string")
             self._quote = ch
             return pos + 1
-        if expect in (_VALUE, _KEY) and (ch.isalnum() or ch in "_-+.$"):
+        if expect in (_VALUE, _KEY) and ch in _WORD_START:
             return self._continue_word(text, pos)
         return self._fail(pos, f"unexpected {ch!r}")
 
