@@ -26,7 +26,7 @@ from hermes_tools.call_reader import Block, CallReader
 from hermes_tools.identity_enum import IdentityEnum
 from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, repair
 from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.partial_json import whole_json
+from hermes_tools.partial_json import value_at
 from hermes_tools.pending_call import TRUNCATED, PendingCall
 from hermes_tools.repairs import faithful_repair, usable_reading
 from hermes_tools.tags import BlockEnd, NeedMore, cut_off
@@ -56,7 +56,8 @@ _LIST_START = re.compile(r"\s*\[?[\s,;]*")  # a list's opening bracket, when the
 # Where an item may end: the next opens (`][` with nothing between is inside a word, `m=][x`).
 _ITEM_END = re.compile(r"\}(?=[\s,;]*[{\[])|\](?=[\s,;]+[{\[]|\{)")
 _MAX_WRONG_CUTS = 8
-_LIST_CLOSE = re.compile(r"\s*\]\s*\Z")  # the last item's text keeps the list's end
+_LIST_END = re.compile(r"\s*\]?\s*\Z")  # after the last item: the list's end, if anything
+_NEXT_ITEM = re.compile(r"[\s,;]*[{\[]")
 
 
 class _Field(IdentityEnum):
@@ -679,45 +680,47 @@ JsonCallReader.HANDLERS = {
 def _items(text: str, values: list[Any]) -> list[tuple[Any, str, str]] | None:
     """The items of a broken list of calls, each with the text it was read from (twice: as
     read, and as an invalid call's raw text); `values` is json-repair's reading of the whole
-    `text` as several values. The text is cut after a bracket that closes an item where the
-    next one opens: the first cut whose text the lexer reads whole (an item after the broken
-    one is read as the parser reads any call, not as json-repair misreads it: a single-quoted
-    string holding `", "`), or that json-repair reads as exactly its item of `values`. None if
-    there is no such cut (or finding it takes more than a few tries: each try is a repair)."""
+    `text` as several values. An item the lexer reads whole, followed by the next item or the
+    list's end, is read as the parser reads any call (json-repair misreads some: a
+    single-quoted string holding `", "`). Any other item's text is cut after a bracket that
+    closes it where the next item opens: the first cut whose text json-repair reads as exactly
+    its item of `values`. None if there is no such cut (or finding it takes more than a few
+    tries: each try is a repair)."""
     tries = len(values) + _MAX_WRONG_CUTS
     start = _skip(_LIST_START, text, 0)
     cuts = _ITEM_END.finditer(text, start)
     out: list[tuple[Any, str, str]] = []
     while True:
-        rest = text[start:].rstrip()
-        value = _item_reading(_LIST_CLOSE.sub("", rest), values, len(out), last=True)
-        if value is not None:
-            return [*out, (value, rest, rest)]
+        own = value_at(text, start)
+        if own is not None:
+            value, end = own
+            if _LIST_END.match(text, end):
+                rest = text[start:].rstrip()
+                return [*out, (value, rest, rest)]
+            if _NEXT_ITEM.match(text, end):
+                piece = text[start:end]
+                out.append((value, piece, piece))
+                start = _skip(_SEPARATORS, text, end)
+                continue
+        index = len(out)
+        if index >= len(values):
+            return None
+        if index == len(values) - 1:
+            rest = text[start:].rstrip()
+            return [*out, (values[-1], rest, rest)] if rest and repair(rest) == values[-1] else None
         for cut in cuts:
+            if cut.end() <= start:
+                continue
             tries -= 1
             if tries < 0:
                 return None
             piece = text[start : cut.end()]
-            value = _item_reading(piece, values, len(out), last=False)
-            if value is not None:
-                out.append((value, piece, piece))
+            if repair(piece) == values[index]:
+                out.append((values[index], piece, piece))
                 start = _skip(_SEPARATORS, text, cut.end())
                 break
         else:
             return None
-
-
-def _item_reading(piece: str, values: list[Any], index: int, *, last: bool) -> Any:
-    """The value of an item's text: the lexer's own reading, else json-repair's when it is
-    the item at `index` of its reading of the whole list (the last one, if `last`)."""
-    if not piece:
-        return None
-    own = whole_json(piece)
-    if own is not None:
-        return own
-    if index >= len(values) or last != (index == len(values) - 1):
-        return None
-    return values[index] if repair(piece) == values[index] else None
 
 
 def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:

@@ -2,7 +2,7 @@
 
 `partial_json` shows a call's arguments while they stream: strings cut short keep what
 arrived, a key whose value has not started yet is left out, and nothing is ever invented.
-`whole_json` reads a text that should be exactly one value.
+`value_at` reads the one whole value that starts at a place in a text, and says where it ends.
 """
 
 from __future__ import annotations
@@ -74,13 +74,15 @@ def partial_json(text: str) -> Any:
     return builder.root
 
 
-def whole_json(text: str) -> Any:
-    """The value `text` holds if it is exactly one whole value the lexer reads (strict JSON or
-    the leniency it documents), with nothing but whitespace after it; else None."""
+def value_at(text: str, start: int = 0) -> tuple[Any, int] | None:
+    """The value that starts at `start` (after whitespace), as the lexer reads it (strict JSON
+    or the leniency it documents), and where it ends; None if no whole value starts there.
+    Reading stops where the value ends: it costs the value, not the rest of the text."""
     builder = _ValueBuilder()
     lexer = JsonLexer(builder)
-    end = lexer.feed(text)
-    lexer.finish_word()
-    if not lexer.done or lexer.error is not None or text[end:].strip():
+    end = lexer.feed(text, start)
+    if end == len(text):
+        lexer.finish_word()
+    if not lexer.done or lexer.error is not None:
         return None
-    return builder.root
+    return builder.root, end
