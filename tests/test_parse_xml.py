@@ -112,6 +112,29 @@ def test_literal_close_parameter_inside_a_value() -> None:
     assert arguments_of(text) == {"path": "f.txt", "content": content}
 
 
+@pytest.mark.parametrize(
+    "after",
+    [
+        '<value>{"temperature": "23"}</value>\n</function>',  # Qwen2.5-Coder-0.5B
+        "<result>975</result>\n</function></tool_call>",
+        "stray words\n<parameter=unit>\ncelsius\n</parameter></function>",
+        "more",  # the end of the output
+    ],
+)
+def test_a_value_with_a_close_parameter_and_no_close_of_its_own_is_a_guess(after: str) -> None:
+    """Qwen2.5-Coder-0.5B writes a made-up result after a parameter, inside the function:
+    `</parameter>` followed by that text is read as part of the value (a value may hold the
+    tag), and the value then closes without a `</parameter>` of its own. Berlin, or Berlin
+    and the tag and the result? A guess: the call is invalid, never a city named after the
+    whole text."""
+    text = f"<tool_call><function=get_weather><parameter=city>\nBerlin\n</parameter>\n{after}"
+    result = parse_every_way(text, [WEATHER, WRITE_FILE])
+    assert result.tool_calls == []
+    (invalid,) = result.invalid_tool_calls
+    assert invalid.name == "get_weather"
+    assert "has no closing </parameter>" in invalid.error or "truncated" in invalid.error
+
+
 def test_call_written_as_text_inside_a_value_stays_text() -> None:
     inner = xml_call("write_file", ("path", "inner.txt"), ("content", "hello"))
     text = xml_call("write_file", ("path", "outer.txt"), ("content", inner))

@@ -19,6 +19,9 @@ file being written, say). Inside a value, at nesting level 0:
   what follows is a line break, the end of a block, another call, an end token or the end of
   the output: written inline, followed by more text, they are part of the value;
 - `<parameter=NAME>` for a parameter of this tool closes it too (the model forgot `</parameter>`);
+- a value closed that way (or by the end of the output) after a `</parameter>` that was read
+  as part of it is a guess: `<parameter=city>Berlin</parameter><value>...</value></function>`
+  may be the value "Berlin" and stray text, or a value holding the tag. The call is invalid;
 - `<tool_call>` or `<function=` open a nesting level (a call written as text), closed by the
   matching closing tag; tags at a deeper level are all literal;
 - an end token ends the output there: the value is cut off, the call invalid.
@@ -124,6 +127,8 @@ class XmlCallReader(CallReader[_State]):
         self._fresh = False
         self._held_newline = False
         self._nesting = 0
+        self._param_name = ""
+        self._passed_close = False  # a `</parameter>` was read as part of the value
         # a candidate closing tag inside a value, and the whitespace read after it
         self._pending_kind = _Tag.PARAMETER_CLOSE
         self._pending_text: list[str] = []
@@ -148,11 +153,14 @@ class XmlCallReader(CallReader[_State]):
             # The end of the output confirms the closing tag, unless more was being written.
             if rest.strip() and not _is_cut_closing_tag(rest.strip(), self._function_tags):
                 call.fail_later(TRUNCATED)
+            if self._pending_kind is not _Tag.PARAMETER_CLOSE:
+                self._check_forgotten_close()
             self._close_param()
             self._settle_call(self._pending_end)
             return
         if state is _State.VALUE:
             if _is_cut_closing_tag(rest, self._value_tags):
+                self._check_forgotten_close()
                 self._close_param()
             else:
                 call.fail_later(TRUNCATED)
@@ -270,6 +278,8 @@ class XmlCallReader(CallReader[_State]):
         self._fresh = True
         self._held_newline = False
         self._nesting = 0
+        self._param_name = name
+        self._passed_close = False
         self._state = _State.VALUE
         return end
 
@@ -354,6 +364,7 @@ class XmlCallReader(CallReader[_State]):
                 if isinstance(head, NeedMore):
                     return lt
                 if isinstance(head, tuple) and self._is_parameter(head[0]):
+                    self._check_forgotten_close()
                     self._close_param()
                     return lt
             self._value_text(text[lt:end])
@@ -373,10 +384,13 @@ class XmlCallReader(CallReader[_State]):
             return after
         if not verdict:
             self._state = _State.VALUE
+            self._passed_close = self._passed_close or self._pending_kind is _Tag.PARAMETER_CLOSE
             self._value_text("".join(self._pending_text))
             self._pending_text = []
             return after
         whitespace, self._pending_text = self._pending_text[1:], []
+        if self._pending_kind is not _Tag.PARAMETER_CLOSE:
+            self._check_forgotten_close()
         self._close_param()
         if self._pending_kind is _Tag.PARAMETER_CLOSE:
             return after
@@ -445,6 +459,17 @@ class XmlCallReader(CallReader[_State]):
             self._call.write_args(self._writer.take())
         else:
             self._value_parts.append(text)
+
+    def _check_forgotten_close(self) -> None:
+        """The value closes without its own `</parameter>`: if one was read as part of it,
+        where the value ends is a guess."""
+        if self._passed_close:
+            assert self._call is not None
+            self._call.fail_later(
+                f"the value of {self._param_name[:40]!r} has no closing </parameter>, and "
+                "holds one followed by other text: where the value ends is a guess. Close "
+                "each value with </parameter> and write nothing between parameters"
+            )
 
     def _close_param(self) -> None:
         if streams_as_string(self._types):
