@@ -213,3 +213,14 @@ def test_an_unquoted_value_starting_with_a_letter_outside_ascii_never_raises(val
         assert "unexpected '²'" in result.invalid_tool_calls[0].error
     else:
         assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": value}}]
+
+
+def test_broken_items_with_nothing_between_them_stay_one_invalid_call() -> None:
+    """Found by the fuzzer (seed 14, input 6901): json-repair read a broken block as two
+    values split at the `}{` inside the word `m8}{x`, and the word was cut between two invalid
+    calls. Invalid items with nothing between them are one invalid call; with a separator
+    they stay two, each with its reason."""
+    text = '<tool_call>[{"name": "get_weather", "arguments": {NaN"city": "m7"}}]<tool_call>write_file(path="m8}{x")</tool_call>'
+    invalid = only_invalid(text)
+    assert invalid.arguments.endswith('write_file(path="m8}{x")')
+    assert invalid.error.startswith("the call is not valid JSON")

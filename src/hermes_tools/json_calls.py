@@ -392,7 +392,9 @@ class JsonCallReader(CallReader[_State]):
         """The lexer gave up; the bad text runs to `end`. If the block was closed, json-repair
         reads it: a faithful reading of a call is replayed as that call. A reading of several
         values (a broken item, then the items after it) is cut into the text of each, and
-        each is a call of its own: the broken one does not take the rest with it."""
+        each is a call of its own: the broken one does not take the rest with it. Two items
+        that are no calls with nothing at all between them stay one invalid call: json-repair's
+        reading of broken text can end a value inside a word (`m8}{x`)."""
         assert self._failure is not None
         error, start = self._failure
         self._failure = None
@@ -405,13 +407,38 @@ class JsonCallReader(CallReader[_State]):
         several = reading if isinstance(reading, list) and len(reading) > 1 else None
         items = _items(body, several) if several is not None else None
         adopt = open_call.pending if open_call is not None else None
-        for value, written, text in items or [(reading, body, raw)]:
-            if isinstance(value, dict) and usable_reading(written, value):
-                self._replay(value, adopt, text)
-            elif adopt is not None or text:
+        failed: tuple[str, int, int] | None = None  # invalid items so far: error, start, end
+
+        def fail(error: str, text: str) -> None:
+            if adopt is not None or text:
                 (adopt or PendingCall(self._emitter, self._toolbox)).fail(error, text)
-            adopt = None
-            error = _NOT_A_CALL if not isinstance(value, dict) else _NOT_READ
+
+        if items is None:
+            if isinstance(reading, dict) and usable_reading(body, reading):
+                self._replay(reading, adopt, raw)
+            else:
+                fail(error, raw)
+            self._settled = end
+            return
+        for number, (value, item_start, item_end) in enumerate(items):
+            written = body[item_start:item_end]
+            usable = isinstance(value, dict) and usable_reading(written, value)
+            if not usable and failed is not None and failed[2] == item_start:
+                failed = (failed[0], failed[1], item_end)  # cut with nothing between: one
+                continue
+            if failed is not None:
+                fail(failed[0], body[failed[1] : failed[2]])
+                adopt, failed = None, None
+            if usable:
+                self._replay(value, adopt, written)
+                adopt = None
+            elif number == 0:
+                failed = (error, item_start, item_end)  # where the lexer gave up
+            else:
+                why = _NOT_READ if isinstance(value, dict) else _NOT_A_CALL
+                failed = (why, item_start, item_end)
+        if failed is not None:
+            fail(failed[0], body[failed[1] : failed[2]])
         self._settled = end
 
     def _replay(self, value: dict[str, Any], adopt: PendingCall | None, raw: str) -> None:
@@ -677,29 +704,26 @@ JsonCallReader.HANDLERS = {
 }
 
 
-def _items(text: str, values: list[Any]) -> list[tuple[Any, str, str]] | None:
-    """The items of a broken list of calls, each with the text it was read from (twice: as
-    read, and as an invalid call's raw text); `values` is json-repair's reading of the whole
-    `text` as several values. An item the lexer reads whole, followed by the next item or the
-    list's end, is read as the parser reads any call (json-repair misreads some: a
-    single-quoted string holding `", "`). Any other item's text is cut after a bracket that
-    closes it where the next item opens: the first cut whose text json-repair reads as exactly
-    its item of `values`. None if there is no such cut (or finding it takes more than a few
-    tries: each try is a repair)."""
+def _items(text: str, values: list[Any]) -> list[tuple[Any, int, int]] | None:
+    """The items of a broken list of calls, each with where its text starts and ends;
+    `values` is json-repair's reading of the whole `text` as several values. An item the lexer
+    reads whole, followed by the next item or the list's end, is read as the parser reads any
+    call (json-repair misreads some: a single-quoted string holding `", "`). Any other item's
+    text is cut after a bracket that closes it where the next item opens: the first cut whose
+    text json-repair reads as exactly its item of `values`. None if there is no such cut (or
+    finding it takes more than a few tries: each try is a repair)."""
     tries = len(values) + _MAX_WRONG_CUTS
     start = _skip(_LIST_START, text, 0)
     cuts = _ITEM_END.finditer(text, start)
-    out: list[tuple[Any, str, str]] = []
+    out: list[tuple[Any, int, int]] = []
     while True:
         own = value_at(text, start)
         if own is not None:
             value, end = own
             if _LIST_END.match(text, end):
-                rest = text[start:].rstrip()
-                return [*out, (value, rest, rest)]
+                return [*out, (value, start, len(text.rstrip()))]
             if _NEXT_ITEM.match(text, end):
-                piece = text[start:end]
-                out.append((value, piece, piece))
+                out.append((value, start, end))
                 start = _skip(_SEPARATORS, text, end)
                 continue
         index = len(out)
@@ -707,7 +731,8 @@ def _items(text: str, values: list[Any]) -> list[tuple[Any, str, str]] | None:
             return None
         if index == len(values) - 1:
             rest = text[start:].rstrip()
-            return [*out, (values[-1], rest, rest)] if rest and repair(rest) == values[-1] else None
+            last = (values[-1], start, start + len(rest))
+            return [*out, last] if rest and repair(rest) == values[-1] else None
         for cut in cuts:
             if cut.end() <= start:
                 continue
@@ -716,7 +741,7 @@ def _items(text: str, values: list[Any]) -> list[tuple[Any, str, str]] | None:
                 return None
             piece = text[start : cut.end()]
             if repair(piece) == values[index]:
-                out.append((values[index], piece, piece))
+                out.append((values[index], start, cut.end()))
                 start = _skip(_SEPARATORS, text, cut.end())
                 break
         else:
