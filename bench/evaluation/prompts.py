@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tools import legacy_template
-from hermes_tools.prompt import _PREAMBLE, JSON_INSTRUCTIONS
+from hermes_tools.prompt import JSON_INSTRUCTIONS, PREAMBLE
 
 QWEN_TEMPLATE = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -121,5 +121,5 @@ VARIANTS["x-only-when"] = Variant(
 VARIANTS["x-wrapped-tools"] = Variant(
     "x-wrapped-tools",
     "experiment: the default wording, tools listed in OpenAI's wrapper as Qwen's template does",
-    {"template": f"{_PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{JSON_INSTRUCTIONS}"},
+    {"template": f"{PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{JSON_INSTRUCTIONS}"},
 )

@@ -36,11 +36,10 @@ def fit_arguments(
         return None
     required = schema.get("required")
     required = set(required) if isinstance(required, list) else set()
-    written = arguments
-    arguments = _values_of_schema_shape(arguments, properties) or arguments
-    fitted = dict(arguments)
+    values = _values_of_schema_shape(arguments, properties) or arguments
+    fitted = dict(values)
     spread: list[str] = []
-    for key, value in arguments.items():
+    for key, value in values.items():
         prop = properties.get(key)
         if not isinstance(prop, dict):
             continue
@@ -59,7 +58,7 @@ def fit_arguments(
         if any(isinstance(item, (list, dict)) for item in items):
             return None
         calls = [{**fitted, spread[0]: item} for item in items]
-    elif fitted == written:
+    elif fitted == arguments:
         return None
     if any(check_arguments(tool, schema, call) is not None for call in calls):
         return None

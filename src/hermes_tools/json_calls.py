@@ -261,8 +261,9 @@ class JsonCallReader(CallReader[_State]):
         elif self._state is _State.FAILED:
             # The end of the output closes a block that has no closing tag (`<|python_tag|>`)
             # if the model closed its last bracket; else the output may have been cut off.
-            tail = self._raw.slice(max(0, end - 64), end).rstrip()
-            ended = self._block.close is None and tail.endswith(("}", "]"))
+            ended = self._block.close is None and self._raw.slice(
+                max(0, end - 64), end
+            ).rstrip().endswith(("}", "]"))
             self._settle_failure(end, repairable=cut_end_tag or ended)
         else:
             self._settle_leftover(end, TRUNCATED)

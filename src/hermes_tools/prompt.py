@@ -21,7 +21,7 @@ SYNTAXES: tuple[Syntax, ...] = ("json", "qwen3_coder", "pythonic")
 # with values nobody said: on Qwen2.5-Coder-1.5B, 10 of 12 small-talk questions answered in
 # text instead of 8). It never mentions the results' tag: a prompt that does makes small models
 # write made-up results.
-_PREAMBLE = (
+PREAMBLE = (  # public: a template may be built on the default's first lines
     "# Tools\n\n"
     "You may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:"
@@ -200,7 +200,7 @@ def system_prompt(
     if instructions is None:
         instructions = _INSTRUCTIONS[syntax]
     how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
-    return f"{_PREAMBLE}\n<tools>\n{compact_tool_lines(tools)}\n</tools>\n\n{how_to}"
+    return f"{PREAMBLE}\n<tools>\n{compact_tool_lines(tools)}\n</tools>\n\n{how_to}"
 
 
 def _join(text: str, rule: str) -> str:

@@ -153,15 +153,12 @@ class XmlCallReader(CallReader[_State]):
             # The end of the output confirms the closing tag, unless more was being written.
             if rest.strip() and not _is_cut_closing_tag(rest.strip(), self._function_tags):
                 call.fail_later(TRUNCATED)
-            if self._pending_kind is not _Tag.PARAMETER_CLOSE:
-                self._check_forgotten_close()
-            self._close_param()
+            self._close_param(own_tag=self._pending_kind is _Tag.PARAMETER_CLOSE)
             self._settle_call(self._pending_end)
             return
         if state is _State.VALUE:
             if _is_cut_closing_tag(rest, self._value_tags):
-                self._check_forgotten_close()
-                self._close_param()
+                self._close_param(own_tag=False)
             else:
                 call.fail_later(TRUNCATED)
         elif state is _State.JSON_BODY:
@@ -364,8 +361,7 @@ class XmlCallReader(CallReader[_State]):
                 if isinstance(head, NeedMore):
                     return lt
                 if isinstance(head, tuple) and self._is_parameter(head[0]):
-                    self._check_forgotten_close()
-                    self._close_param()
+                    self._close_param(own_tag=False)
                     return lt
             self._value_text(text[lt:end])
             pos = end
@@ -389,9 +385,7 @@ class XmlCallReader(CallReader[_State]):
             self._pending_text = []
             return after
         whitespace, self._pending_text = self._pending_text[1:], []
-        if self._pending_kind is not _Tag.PARAMETER_CLOSE:
-            self._check_forgotten_close()
-        self._close_param()
+        self._close_param(own_tag=self._pending_kind is _Tag.PARAMETER_CLOSE)
         if self._pending_kind is _Tag.PARAMETER_CLOSE:
             return after
         self._settle_call(self._pending_end)
@@ -460,23 +454,20 @@ class XmlCallReader(CallReader[_State]):
         else:
             self._value_parts.append(text)
 
-    def _check_forgotten_close(self) -> None:
-        """The value closes without its own `</parameter>`: if one was read as part of it,
-        where the value ends is a guess."""
-        if self._passed_close:
-            assert self._call is not None
+    def _close_param(self, *, own_tag: bool) -> None:
+        """`own_tag`: closed by its `</parameter>`. Closed otherwise after one was read as
+        part of the value, where the value ends is a guess."""
+        assert self._call is not None
+        if not own_tag and self._passed_close:
             self._call.fail_later(
                 f"the value of {self._param_name[:40]!r} has no closing </parameter>, and "
                 "holds one followed by other text: where the value ends is a guess. Close "
                 "each value with </parameter> and write nothing between parameters"
             )
-
-    def _close_param(self) -> None:
         if streams_as_string(self._types):
             self._writer.end_string()
         else:
             self._writer.write_value(convert("".join(self._value_parts), self._types))
-        assert self._call is not None
         self._call.write_args(self._writer.take())
         self._state = _State.FUNCTION
 
