@@ -533,6 +533,45 @@ def test_a_number_copied_from_a_tools_description_is_asked_again(
         "description of calculator, not from the conversation: call it again with the values "
         "the user gave."
     )
+    assert "(12 + 30) * 2.5" in repair["reply"]
+    # Asked again as the request was, with the example out of sight (Qwen2.5-Coder-1.5B shown
+    # its copy and the reason writes the same again): no rejected turn, no reason.
+    for first, again in (server.bodies()[0:2], server.bodies()[2:4]):
+        assert len(again["messages"]) == len(first["messages"]) == 2
+        assert again["messages"][1] == first["messages"][1]
+        assert "(3 + 4) * 2.5" in first["messages"][0]["content"]
+        assert again["messages"][0]["content"] == first["messages"][0]["content"].replace(
+            "an expression such as '(3 + 4) * 2.5'.", "an expression."
+        )
+
+
+def test_a_copy_of_a_number_no_description_shows_is_asked_again_with_the_reason(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """A number from a schema keyword (here a maximum) is no example to take out: the model
+    sees its reply and the reason, as for any other repair."""
+    lights = {
+        "type": "function",
+        "function": {
+            "name": "dim",
+            "parameters": {
+                "type": "object",
+                "properties": {"level": {"type": "integer", "maximum": 100}},
+            },
+        },
+    }
+    copied = '<tool_call>{"name": "dim", "arguments": {"level": 100}}</tool_call>'
+    fixed = '<tool_call>{"name": "dim", "arguments": {"level": 40}}</tool_call>'
+    question = [{"role": "user", "content": "Dim the lights to 40."}]
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(client, server, [copied, fixed], question, tools=[lights])
+    same_answer(whole, streamed)
+    assert [json.loads(c.function.arguments) for c in whole.choices[0].message.tool_calls] == [
+        {"level": 40}
+    ]
+    first, again = server.bodies()[0:2]
+    assert again["messages"][0] == first["messages"][0]
+    assert again["messages"][-1]["content"].startswith("You called dim(")
 
 
 def test_a_call_copying_its_tools_example_after_a_call_that_went_out_is_invalid(

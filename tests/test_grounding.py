@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_tools.grounding import Grounding
+from hermes_tools.grounding import Grounding, without_examples
 
 UNITS = {
     "parameters": {"properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}
@@ -121,3 +121,40 @@ def test_patterns_without_words_and_defaults_are_not_evidence() -> None:
     assert grounding.ungrounded({"pattern": "^H.*$", "glob": "**/*.py"}, SEARCH) == []
     assert grounding.ungrounded({"pattern": "^H.*$", "glob": "**/*.md"}, SEARCH) == ["**/*.md"]
     assert grounding.ungrounded({"pattern": "Zanzibar"}, SEARCH) == ["Zanzibar"]
+
+
+def test_the_example_a_call_copied_is_taken_out_of_the_definition() -> None:
+    stripped = without_examples(CALCULATOR, ["2.5"])
+    assert stripped is not None
+    assert stripped["description"] == "Evaluate an arithmetic expression."
+    assert stripped["parameters"] == CALCULATOR["parameters"]
+    assert CALCULATOR["description"].endswith("such as '(3 + 4) * 2.5'.")  # not changed
+
+
+def test_an_unquoted_example_goes_with_its_sentence_and_example_lists_go_whole() -> None:
+    function = {
+        "name": "convert",
+        "description": "Convert an amount. For instance 12.5 dollars. Rates are daily.",
+        "parameters": {
+            "properties": {
+                "amount": {"type": "number", "examples": [12.5, 40], "description": "e.g. `40`"},
+                "currency": {"type": "string", "description": "Like 'EUR' or \"USD\"."},
+            }
+        },
+    }
+    stripped = without_examples(function, ["12.5"])
+    assert stripped is not None
+    assert stripped["description"] == "Convert an amount. Rates are daily."
+    amount = stripped["parameters"]["properties"]["amount"]
+    assert amount == {"type": "number", "description": "e.g. `40`"}
+    currency = stripped["parameters"]["properties"]["currency"]
+    assert currency["description"] == "Like 'EUR' or \"USD\"."
+    stripped = without_examples(function, ["40"])
+    assert stripped is not None
+    assert stripped["parameters"]["properties"]["amount"] == {"type": "number"}
+
+
+def test_a_definition_that_shows_no_such_example_is_left_as_it_is() -> None:
+    ranged = {"name": "lights", "parameters": {"properties": {"level": {"maximum": 100}}}}
+    assert without_examples(ranged, ["100"]) is None
+    assert without_examples(CALCULATOR, ["3.5"]) is None

@@ -14,7 +14,9 @@ definitions and nowhere in the conversation: asked for 1234 + 5678 with a calcul
 as taking "an expression such as '(3 + 4) * 2.5'", Qwen2.5-Coder writes `(1234 + 5678) * 2.5`.
 The client asks again when a reply holds a call that is not grounded, and once more when the
 answer is a call with other values nobody said (see `client.session`); a call that copies such
-a number after a grounded call already went out is invalid (see `client.reply`).
+a number after a grounded call already went out is invalid (see `client.reply`). Asked again
+with the copy named, the same model writes it again; asked again with the example taken out of
+the description (`without_examples`), it writes `1234 * 5678`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from typing import Any
 _WORD = re.compile(r"[^\W\d_]{2,}|[0-9]+(?:\.[0-9]+)?")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # the numbers _WORD finds, and only those
 _DIGITS = frozenset("0123456789")
+# An example in a description: a quoted or backquoted span on one line, with its lead-in.
+_QUOTED = re.compile(
+    r"(?:,?\s*\b(?:such as|e\.g\.|for example|for instance|like)\s*:?\s*)?"
+    r"(?:'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`)",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 class Grounding:
@@ -97,6 +106,45 @@ class Grounding:
             elif token.casefold() in self._words:
                 return True
         return False
+
+
+def without_examples(function: dict[str, Any], copied: Iterable[str]) -> dict[str, Any] | None:
+    """The tool definition without the examples that hold the `copied` numbers: in every
+    description, the quoted span holding one (or, unquoted, its sentence); every `example` or
+    `examples` entry holding one. None when no description or example holds them."""
+    numbers = {float(number) for number in copied}
+    changed = False
+
+    def holds(text: str) -> bool:
+        return any(float(token) in numbers for token in _NUMBER.findall(text))
+
+    def strip(text: str) -> str:
+        kept = _QUOTED.sub(lambda m: "" if holds(m.group()) else m.group(), text)
+        if holds(kept):
+            kept = " ".join(s for s in _SENTENCE_END.split(kept) if not holds(s))
+        return re.sub(r" {2,}", " ", kept).replace(" .", ".").strip()
+
+    def walk(value: Any) -> Any:
+        nonlocal changed
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, item in value.items():
+            if key in ("example", "examples") and holds(json.dumps(item)):
+                changed = True
+                continue
+            if key == "description" and isinstance(item, str) and holds(item):
+                changed = True
+                item = strip(item)
+                if not item:
+                    continue
+            out[key] = walk(item)
+        return out
+
+    result = walk(function)
+    return result if changed else None
 
 
 def _checkable(arguments: dict[str, Any], function: dict[str, Any]) -> list[Any]:

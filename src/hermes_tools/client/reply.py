@@ -177,6 +177,7 @@ class ChoiceReply:
         self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
         self.attempt_ungrounded: list[str] = []  # why valid calls are not grounded
         self.attempt_unsaid: list[str] = []  # the values of those calls nobody said
+        self.attempt_copied: dict[str, list[str]] = {}  # tool -> numbers copied from its definition
         self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
         self._check_grounding = False
 
@@ -201,6 +202,7 @@ class ChoiceReply:
         self.attempt_errors = []
         self.attempt_ungrounded = []
         self.attempt_unsaid = []
+        self.attempt_copied = {}
         self.attempt_text_preview = ""
         self._check_grounding = check_grounding and tentative and self._policy.grounding is not None
         if not tentative:
@@ -383,9 +385,10 @@ class ChoiceReply:
         grounding = self._policy.grounding
         if not self._check_grounding or grounding is None:
             return ""
-        copied = self._copied(call)
+        copied = self._copied_numbers(call)
         if copied:
-            return copied
+            self.attempt_copied.setdefault(call.name, []).extend(copied)
+            return _copy_reason(call, copied)
         function = self._policy.toolbox.function(call.name)
         values = grounding.ungrounded(call.arguments, function)
         if not values:
@@ -400,17 +403,14 @@ class ChoiceReply:
 
     def _copied(self, call: ToolCall) -> str:
         """Why the call copies a number from its tool's description ("" when it does not)."""
+        copied = self._copied_numbers(call)
+        return _copy_reason(call, copied) if copied else ""
+
+    def _copied_numbers(self, call: ToolCall) -> list[str]:
         grounding = self._policy.grounding
         if not self._check_grounding or grounding is None:
-            return ""
-        copied = grounding.copied(call.arguments, self._policy.toolbox.function(call.name))
-        if not copied:
-            return ""
-        return (
-            f"You called {_called(call)}, but {', '.join(copied)} comes from the description "
-            f"of {call.name}, not from the conversation: call it again with the values the "
-            "user gave."
-        )
+            return []
+        return grounding.copied(call.arguments, self._policy.toolbox.function(call.name))
 
     def _call_seen(self) -> None:
         if self._hold_at_call:
@@ -575,6 +575,14 @@ class ChoiceReply:
         if upstream == "tool_calls":
             return "stop"  # the server thought it saw calls; none of them could be used
         return upstream or "stop"
+
+
+def _copy_reason(call: ToolCall, copied: list[str]) -> str:
+    return (
+        f"You called {_called(call)}, but {', '.join(copied)} comes from the description "
+        f"of {call.name}, not from the conversation: call it again with the values the "
+        "user gave."
+    )
 
 
 def _called(call: ToolCall) -> str:

@@ -28,7 +28,7 @@ from hermes_tools.conversation import RESULT_HEAD
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
-from hermes_tools.grounding import Grounding
+from hermes_tools.grounding import Grounding, without_examples
 from hermes_tools.json_answer import json_answer_instructions
 from hermes_tools.json_lexer import canonical
 from hermes_tools.tools import Toolbox
@@ -100,11 +100,16 @@ class CompletionSession:
         if self._json_answer:
             del self._upstream["response_format"]
             messages = _with_instructions(messages, json_answer_instructions(schema))
+        self._chat = messages
+        self._parallel = parallel
         self._messages = (
             fmt.render_messages(messages, self._toolbox, self._choice, parallel)
             if self._parse_calls
             else list(messages)  # a plain chat: only the reply is read (reasoning, end tokens)
         )
+        self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
+        self._tools_shown = [spec.openai_tool() for spec in self._toolbox.specs]
+        self._afresh = False  # the attempt is the request again, not a retry turn
         self._retry_turns: list[dict[str, Any]] = []
         self._repairs: list[dict[str, str]] = []
         n = kwargs.get("n")
@@ -247,12 +252,17 @@ class CompletionSession:
         if reason is None:
             return False
         reply = self._replies[0]
+        self._afresh = False
         if self._answers_a_guess_ask() and reply.attempt_ungrounded:
             # Checked only to see whether the model guesses again: what it insists on stands.
             if not self._guessed_again():
                 return False
             self._guess_asks_left -= 1
             reason += " " + _NO_MORE_GUESSES
+        elif reply.attempt_copied and not reply.attempt_unsaid and self._repairs_left > 0:
+            if self._hide_examples(reply.attempt_copied):
+                return self._ask_afresh(reason)
+            self._repairs_left -= 1
         elif self._repairs_left > 0:
             self._repairs_left -= 1
         else:
@@ -266,6 +276,41 @@ class CompletionSession:
         ]
         self._repairs.append({"reply": written, "reason": reason})
         self._rejected_text.append(attempt.content.strip())
+        self._attempt += 1
+        self._attempt_started.clear()
+        self._finish.clear()
+        return True
+
+    def _hide_examples(self, copied: dict[str, list[str]]) -> bool:
+        """Render the request again with the examples the calls copied taken out of their
+        tools' definitions (see `grounding`); False when that shows the model nothing new."""
+        for name, numbers in copied.items():
+            self._copied[name] = list(dict.fromkeys([*self._copied.get(name, []), *numbers]))
+        tools = [
+            {
+                "type": "function",
+                "function": without_examples(spec.function, self._copied.get(spec.name, ()))
+                or spec.function,
+            }
+            for spec in self._toolbox.specs
+        ]
+        if tools == self._tools_shown:
+            return False
+        self._tools_shown = tools
+        self._messages = self._fmt.render_messages(
+            self._chat, Toolbox(tools), self._choice, self._parallel
+        )
+        return True
+
+    def _ask_afresh(self, reason: str) -> bool:
+        """Ask the request again as it was (the rendered tools aside): a model shown its own
+        copy and told where it came from writes it again."""
+        self._repairs_left -= 1
+        self._afresh = True
+        attempt = self._replies[0].attempt_result()
+        self._repairs.append({"reply": self._written_back(attempt), "reason": reason})
+        self._rejected_text.append(attempt.content.strip())
+        self._retry_turns = []
         self._attempt += 1
         self._attempt_started.clear()
         self._finish.clear()
@@ -371,8 +416,8 @@ class CompletionSession:
                 tentative=self._repairs_left > 0 or self._answers_a_guess_ask(),
                 retry=retry,
                 # The answer to "you made that value up" is checked only to see whether it
-                # guesses again.
-                check_grounding=not retry or self._answers_a_guess_ask(),
+                # guesses again; the request asked afresh is checked as the first was.
+                check_grounding=not retry or self._afresh or self._answers_a_guess_ask(),
             )
         return reply
 
