@@ -231,18 +231,86 @@ def test_invalid_calls_are_never_listed_as_calls(
                 assert not parses(call["arguments"])
 
 
-def test_no_repair_when_a_valid_call_was_made_or_calls_are_optional(
+def test_no_repair_when_calls_are_optional_and_the_model_answers(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
-    mixed = FIXED + BROKEN
-    whole, streamed = both_ways(client, server, [mixed])
-    same_answer(whole, streamed)
-    assert len(whole.choices[0].message.tool_calls) == 1
-    assert len(whole.choices[0].message.invalid_tool_calls) == 1
     whole, streamed = both_ways(client, server, ["Just text."])
+    same_answer(whole, streamed)
     assert whole.choices[0].message.content == "Just text."
+    assert len(server.bodies()) == 2
+
+
+# -- continuing a reply whose calls could not all be used --------------------------------------
+
+
+def test_a_call_that_could_not_be_used_beside_valid_ones_is_asked_for_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """The valid call already went out, so the reply is kept and continued: the model is
+    asked for the broken call only, and the continuation adds its calls, not its words."""
+    client = hermes_tools.wrap(openai_client)
+    continued = "Sorry, here it is.\n" + ROME
+    whole, streamed = both_ways(
+        client, server, [Reply(FIXED + BROKEN, chunks=5), Reply(continued, chunks=4)]
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    cities = [json.loads(c.function.arguments)["city"] for c in message.tool_calls]
+    assert cities == ["Paris", "Rome"]
+    assert len({c.id for c in message.tool_calls}) == 2
+    assert message.content == "Checking."  # the first attempt's, never the continuation's
+    (invalid,) = message.invalid_tool_calls  # what the model wrote first, and why
+    assert invalid["arguments"] == '{"name": "get_weather", "arguments": {"city": }}'
+    (repair,) = message.repairs
+    assert repair["reason"].startswith(
+        "One of your calls could not be used: the call is not valid JSON"
+    )
+    assert "The others stand: write again only the calls" in repair["reason"]
+    assert whole.choices[0].finish_reason == "tool_calls"
+    assert streamed["finish_reason"] == "tool_calls"
     assert len(server.bodies()) == 4
+    asked = server.bodies()[1]["messages"]
+    assert [m["role"] for m in asked[-2:]] == ["assistant", "user"]
+    assert '"city": "Paris"' in asked[-2]["content"]  # the calls it made, written back
+    assert '{"city": }}' not in asked[-2]["content"]  # the reason says what was wrong
+    assert asked[-1]["content"] == repair["reason"]
+
+
+def test_a_continuation_adds_no_call_the_reply_already_made(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = hermes_tools.wrap(openai_client)
+    for continued, cities in ((FIXED + ROME, ["Paris", "Rome"]), ("I cannot.", ["Paris"])):
+        server.reset()
+        whole, streamed = both_ways(client, server, [FIXED + BROKEN, Reply(continued, chunks=3)])
+        same_answer(whole, streamed)
+        message = whole.choices[0].message
+        assert [json.loads(c.function.arguments)["city"] for c in message.tool_calls] == cities
+        assert message.content == "Checking."
+        dropped = getattr(message, "dropped_tool_calls", None) or []
+        if continued.startswith(FIXED):
+            (repeat,) = dropped
+            assert json.loads(repeat["arguments"]) == {"city": "Paris"}
+            assert repeat["reason"] == "the reply already made this call"
+        else:
+            assert dropped == []
+        assert len(message.invalid_tool_calls) == 1
+        assert len(server.bodies()) == 4  # continued once, never again
+
+
+def test_no_continuation_without_repairs_or_when_one_call_is_allowed(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    for client, request in (
+        (hermes_tools.wrap(openai_client, repair_attempts=0), {}),
+        (hermes_tools.wrap(openai_client), {"parallel_tool_calls": False}),
+    ):
+        server.reset()
+        whole, streamed = both_ways(client, server, [FIXED + BROKEN], **request)
+        same_answer(whole, streamed)
+        assert len(whole.choices[0].message.tool_calls) == 1
+        assert len(server.bodies()) == 2
 
 
 def test_single_call_when_parallel_calls_are_off(
@@ -574,29 +642,105 @@ def test_a_copy_of_a_number_no_description_shows_is_asked_again_with_the_reason(
     assert again["messages"][-1]["content"].startswith("You called dim(")
 
 
+EXAMPLE = (
+    '<tool_call>{"name": "calculator", "arguments": {"expression": "(3 + 4) * 2.5"}}</tool_call>'
+)
+
+
 def test_a_call_copying_its_tools_example_after_a_call_that_went_out_is_invalid(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Qwen2.5-Coder asked only for the weather in Berlin also calls the calculator with its
-    description's example: the attempt is committed (the weather call went out), so it is not
-    asked again, but that made-up call is invalid, with the reason, and is not run."""
-    example = (
-        '<tool_call>{"name": "calculator", "arguments": {"expression": "(3 + 4) * 2.5"}}'
-        "</tool_call>"
+    description's example: the attempt is committed (the weather call went out), but that
+    made-up call is invalid, with the reason, and is not run. The model is asked for it
+    again; copied again, it is invalid again; answered in words, nothing is added."""
+    client = hermes_tools.wrap(openai_client)
+    for continued in (EXAMPLE, "Nothing to calculate."):
+        server.reset()
+        whole, streamed = both_ways(
+            client,
+            server,
+            [Reply(FIXED + EXAMPLE, chunks=6), Reply(continued, chunks=3)],
+            tools=[*TOOLS, CALCULATOR],
+        )
+        same_answer(whole, streamed)
+        message = whole.choices[0].message
+        assert [c.function.name for c in message.tool_calls] == ["get_weather"]
+        assert message.content is None
+        invalid = message.invalid_tool_calls
+        assert [i["name"] for i in invalid] == ["calculator"] * (2 if continued == EXAMPLE else 1)
+        assert json.loads(invalid[0]["arguments"]) == {"expression": "(3 + 4) * 2.5"}
+        assert all("2.5 comes from the description of calculator" in i["error"] for i in invalid)
+        assert whole.choices[0].finish_reason == "tool_calls"
+        assert len(server.bodies()) == 4  # asked once, each way
+
+
+def test_a_parallel_call_copying_its_tools_example_is_asked_for_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Qwen2.5-Coder-1.5B asked for the weather in Madrid and 15 * 4 calls get_weather, then
+    the calculator with its description's example. Asked for that call again with the copy
+    named, it copied again under every wording tried; shown its valid calls only, with the
+    example out of the description, it wrote 15 * 4. The reply holds both calls."""
+    question = [{"role": "user", "content": "What's the weather in Paris, and what is 15 * 4?"}]
+    fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "15 * 4"}}</tool_call>'
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client,
+        server,
+        [Reply(FIXED + EXAMPLE, chunks=6), Reply(fixed, chunks=4)],
+        question,
+        tools=[*TOOLS, CALCULATOR],
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("calculator", {"expression": "15 * 4"}),
+    ]
+    (invalid,) = message.invalid_tool_calls
+    assert "2.5 comes from the description of calculator" in invalid["error"]
+    (repair,) = message.repairs
+    assert repair["reason"] == (
+        "One of your calls could not be used. The others stand: write again only the calls "
+        'the request still needs, each as a <tool_call> block holding {"name": ..., '
+        '"arguments": {...}}.'
+    )
+    for first, again in (server.bodies()[0:2], server.bodies()[2:4]):
+        assert "'(3 + 4) * 2.5'" in first["messages"][0]["content"]
+        assert again["messages"][0]["content"] == first["messages"][0]["content"].replace(
+            " such as '(3 + 4) * 2.5'", ""
+        )
+        written_back = again["messages"][-2]["content"]
+        assert '"city": "Paris"' in written_back
+        assert "2.5" not in written_back
+
+
+def test_a_continuation_adds_no_call_with_values_nobody_said(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Asked for the calls a request still needs when it needs none, Qwen2.5-Coder-1.5B made
+    some up (the weather in another city, 2 + 3): they are dropped, with the reason."""
+    question = [{"role": "user", "content": "What's the weather in Paris?"}]
+    made_up = (
+        ROME.replace("Rome", "Oslo")
+        + '<tool_call>{"name": "calculator", "arguments": {"expression": "2 + 3"}}</tool_call>'
     )
     client = hermes_tools.wrap(openai_client)
     whole, streamed = both_ways(
-        client, server, [Reply(FIXED + example, chunks=6)], tools=[*TOOLS, CALCULATOR]
+        client,
+        server,
+        [Reply(FIXED + EXAMPLE, chunks=6), Reply(made_up, chunks=5)],
+        question,
+        tools=[*TOOLS, CALCULATOR],
     )
     same_answer(whole, streamed)
     message = whole.choices[0].message
     assert [c.function.name for c in message.tool_calls] == ["get_weather"]
-    (invalid,) = message.invalid_tool_calls
-    assert invalid["name"] == "calculator"
-    assert json.loads(invalid["arguments"]) == {"expression": "(3 + 4) * 2.5"}
-    assert "2.5 comes from the description of calculator" in invalid["error"]
-    assert whole.choices[0].finish_reason == "tool_calls"
-    assert len(server.bodies()) == 2  # not asked again
+    assert [(d["name"], d["reason"]) for d in message.dropped_tool_calls] == [
+        ("get_weather", "nobody in this conversation said Oslo"),
+        ("calculator", "nobody in this conversation said 2 + 3"),
+    ]
 
 
 def test_the_grounding_check_can_be_turned_off(

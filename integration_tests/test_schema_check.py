@@ -170,19 +170,27 @@ def test_a_spread_list_keeps_the_first_call_when_parallel_calls_are_off(
     assert "parallel_tool_calls=False" in dropped["reason"]
 
 
-def test_a_call_after_one_already_released_is_not_fitted(
+def test_a_call_after_one_already_released_is_not_fitted_but_asked_for_again(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """After a valid call is out, the calls that follow stream as the model writes them, so
-    they cannot be fitted: a list there is an invalid call, whole and streamed alike."""
-    reply = _call({"city": "Rome"}) + "\n" + _call({"city": ["Paris", "Rome"]})
+    they cannot be fitted: a list there is an invalid call, whole and streamed alike. The
+    model is asked for it again (the reply is continued); the list it writes again is held,
+    so it is fitted, and the call the reply already made is not made twice."""
+    listed = _call({"city": ["Paris", "Rome"]})
+    reply = _call({"city": "Rome"}) + "\n" + listed
     client = hermes_tools.wrap(openai_client)
-    whole, streamed = both_ways(client, server, [Reply(reply, chunks=9)])
+    whole, streamed = both_ways(client, server, [Reply(reply, chunks=9), Reply(listed, chunks=4)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
-    assert _calls(message) == [("get_weather", {"city": "Rome"})]
+    assert _calls(message) == [
+        ("get_weather", {"city": "Rome"}),
+        ("get_weather", {"city": "Paris"}),
+    ]
     (invalid,) = message.invalid_tool_calls
     assert "is not of type 'string'" in invalid["error"]
+    (repeat,) = message.dropped_tool_calls
+    assert json.loads(repeat["arguments"]) == {"city": "Rome"}
 
 
 @pytest.mark.parametrize(

@@ -150,8 +150,9 @@ def test_the_proxy_answers_exactly_as_wrap(
         "<think>Paris.</think>Checking.\n"
         '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris",}}</tool_call>\n'
         '<tool_call>{"name": "get_time", "arguments": {"tz": 5}}</tool_call>'
-    )  # a repaired call (trailing comma) and an invalid one (tz is a string)
-    server.script(Reply(reply, chunks=3), Reply(reply, chunks=3))
+    )  # a repaired call (trailing comma) and an invalid one (tz is a string), asked again
+    again = '<tool_call>{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}</tool_call>'
+    server.script(*[Reply(reply, chunks=3), Reply(again, chunks=2)] * 2)
     wrapped = hermes_tools.wrap(OpenAI(base_url=server.base_url, api_key="k", max_retries=0))
     answers = []
     for client in (wrapped, sdk(proxy)):
@@ -164,8 +165,9 @@ def test_the_proxy_answers_exactly_as_wrap(
             assert isinstance(result, ChatCompletion)
             answers.append(result.model_dump(exclude_unset=True))
     assert without_ids(answers[0]) == without_ids(answers[1])
-    first, second = server.bodies()
+    first, continued, second, continued_again = server.bodies()
     assert first["messages"] == second["messages"]
+    assert continued["messages"] == continued_again["messages"]
 
 
 # -- raw SSE -------------------------------------------------------------------------------------

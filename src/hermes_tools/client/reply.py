@@ -21,8 +21,11 @@ attempt leaves nothing in the stream or the message:
   the model answered instead), and not when it repeats what an earlier attempt wrote.
 A call already streamed that turns out invalid cannot be taken back: its arguments get a
 suffix no JSON reader accepts, strict or partial (`never_parses`). Such is a call made after the
-attempt was committed that copies a number from its tool's description (`grounding`): it can
-no longer be asked again, and it is made up.
+attempt was committed that copies a number from its tool's description (`grounding`): it is
+made up. A kept attempt with invalid calls beside valid ones is *continued* (once): the model
+is shown the calls that went out and asked for the rest, and the continuation adds its valid
+calls only (held until it ends; no text; a call the reply already made, or one with values
+nobody said, is dropped; one copying its tool's description is invalid).
 
 A request for a JSON answer (`response_format`) gets its text whole at the end of the reply,
 as canonical JSON when it holds a JSON value (fences, prose and Python literals repaired).
@@ -55,6 +58,9 @@ from hermes_tools.stream_parser import StreamParser, new_call_id
 from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
+# The calls a reply made are kept for a continuation up to this many characters of arguments;
+# past it, the reply cannot be continued (many or long calls are not kept a second time).
+_MADE_LIMIT = 16_000
 _NO_EVENTS: list[Event] = []  # never appended to: the per-event default needs no allocation
 
 
@@ -162,12 +168,16 @@ class ChoiceReply:
         self.dropped_tool_calls: list[dict[str, Any]] = []
         self.after_end: list[str] = []  # what kept attempts wrote after an end-of-turn token
         self.valid_calls = 0
+        # The valid calls made (id, name, arguments as written back), while they are short.
+        self._made: list[tuple[str, str, str]] | None = []
+        self._made_size = 0
         # The current attempt.
         self._parser: StreamParser | None = None
         self._held: list[_Held] = []
         self._holding = False
         self._hold_at_call = False
         self._retry = False
+        self._continuation = False
         self._drop_text = False
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> its call on the wire
         self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
@@ -178,21 +188,30 @@ class ChoiceReply:
         self.attempt_ungrounded: list[str] = []  # why valid calls are not grounded
         self.attempt_unsaid: list[str] = []  # the values of those calls nobody said
         self.attempt_copied: dict[str, list[str]] = {}  # tool -> numbers copied from its definition
+        self.attempt_copy_errors: list[str] = []  # why calls that copied them are invalid
         self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
         self._check_grounding = False
 
     # -- one attempt ---------------------------------------------------------------------------
 
     def start_attempt(
-        self, parser: StreamParser, *, tentative: bool, retry: bool, check_grounding: bool
+        self,
+        parser: StreamParser,
+        *,
+        tentative: bool,
+        retry: bool,
+        check_grounding: bool,
+        continuation: bool = False,
     ) -> None:
         """`tentative`: the attempt may be rejected and asked again; `retry`: it is a retry;
-        `check_grounding`: its calls' values are checked (see `grounding`)."""
+        `check_grounding`: its calls' values are checked (see `grounding`); `continuation`: it
+        continues the kept attempt, for the calls of it that could not be used."""
         self._parser = parser
         self._held = []
-        self._retry = retry
-        self._drop_text = False
-        self._holding = retry or self._policy.requires_call
+        self._retry = retry or continuation
+        self._continuation = continuation
+        self._drop_text = continuation
+        self._holding = self._retry or self._policy.requires_call
         self._hold_at_call = tentative and not self._holding
         self._on_wire = {}
         self._refused = {}
@@ -203,8 +222,11 @@ class ChoiceReply:
         self.attempt_ungrounded = []
         self.attempt_unsaid = []
         self.attempt_copied = {}
+        self.attempt_copy_errors = []
         self.attempt_text_preview = ""
-        self._check_grounding = check_grounding and tentative and self._policy.grounding is not None
+        self._check_grounding = self._policy.grounding is not None and (
+            continuation or (check_grounding and tentative)
+        )
         if not tentative:
             parser.stop_keeping_calls()  # never written back: see `attempt_result`
 
@@ -293,10 +315,18 @@ class ChoiceReply:
                     self._drop(event.call, refusal)
                     continue
                 event, spread = self._checked(event)
+                if self._continuation:
+                    extra = self._not_wanted(event.call)
+                    if extra is not None:
+                        self._unhold(event.index)
+                        self._drop(event.call, extra)
+                        continue
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
-                    # Once the attempt is committed (and out), it can no longer be asked again.
-                    ungrounded = self._ungrounded(event.call) if self._holding else ""
+                    # Once the attempt is committed (and out), it can no longer be asked again;
+                    # a continuation is never asked again.
+                    checked = self._holding and not self._continuation
+                    ungrounded = self._ungrounded(event.call) if checked else ""
                     if ungrounded:
                         self.attempt_ungrounded.append(ungrounded)
                 else:
@@ -353,8 +383,13 @@ class ChoiceReply:
         toolbox = self._policy.toolbox
         problem = toolbox.argument_problem(call.name, call.arguments)
         if problem is None:
-            copied = "" if self._holding else self._copied(call)
-            return (self._invalid(event.index, call, copied) if copied else event), []
+            copied = [] if self._holding and not self._continuation else self._copied_numbers(call)
+            if not copied:
+                return event, []
+            self.attempt_copied.setdefault(call.name, []).extend(copied)
+            reason = _copy_reason(call, copied)
+            self.attempt_copy_errors.append(reason)
+            return self._invalid(event.index, call, reason), []
         held = self._holding and event.index not in self._on_wire
         fitted = (
             fit_arguments(call.name, toolbox.parameters(call.name), call.arguments)
@@ -401,16 +436,32 @@ class ChoiceReply:
             "if it does not, answer the user directly."
         )
 
-    def _copied(self, call: ToolCall) -> str:
-        """Why the call copies a number from its tool's description ("" when it does not)."""
-        copied = self._copied_numbers(call)
-        return _copy_reason(call, copied) if copied else ""
-
     def _copied_numbers(self, call: ToolCall) -> list[str]:
         grounding = self._policy.grounding
         if not self._check_grounding or grounding is None:
             return []
         return grounding.copied(call.arguments, self._policy.toolbox.function(call.name))
+
+    def _not_wanted(self, call: ToolCall | InvalidToolCall) -> str | None:
+        """Why a continuation's call is not added: the reply made it already, or nobody said
+        its values (a continuation asked for calls the request does not need makes some up)."""
+        if not isinstance(call, ToolCall):
+            return None
+        made = (call.name, canonical(call.arguments))
+        if any((name, arguments) == made for _, name, arguments in self._made or ()):
+            return "the reply already made this call"
+        grounding = self._policy.grounding
+        function = self._policy.toolbox.function(call.name)
+        unsaid = grounding.ungrounded(call.arguments, function) if grounding else []
+        if unsaid:
+            return f"nobody in this conversation said {', '.join(map(_shortened, unsaid))}"
+        return None
+
+    def _unhold(self, index: int) -> None:
+        """Take a held call's events back (it is dropped after all)."""
+        self._held = [
+            e for e in self._held if not (isinstance(e, ToolCallStart) and e.index == index)
+        ]
 
     def _call_seen(self) -> None:
         if self._hold_at_call:
@@ -424,7 +475,7 @@ class ChoiceReply:
             self._parser.stop_keeping_calls()  # it can no longer be rejected and written back
         if self._retry:
             self._drop_text = True
-        if not self._holding:
+        if not self._holding or self._continuation:  # a continuation goes out when it ends
             return []
         held, self._held = self._held, []
         self._holding = False
@@ -493,6 +544,7 @@ class ChoiceReply:
     def _end(self, event: ToolCallEnd) -> list[Delta]:
         wire = self._on_wire.pop(event.index, None)
         call = event.call
+        self._remember_made(call)
         if isinstance(call, ToolCall):
             self.valid_calls += 1
             return []
@@ -506,6 +558,16 @@ class ChoiceReply:
             return []
         # Already streamed: make sure no reader takes it as valid.
         return [_call_delta(wire.index, arguments=wire.scanner.never_parses())]
+
+    def _remember_made(self, call: ToolCall | InvalidToolCall) -> None:
+        if self._made is None or not isinstance(call, ToolCall):
+            return
+        arguments = canonical(call.arguments)
+        self._made_size += len(arguments)
+        if self._made_size > _MADE_LIMIT:
+            self._made = None
+        else:
+            self._made.append((call.id, call.name, arguments))
 
     def _drop(self, call: ToolCall | InvalidToolCall, reason: str) -> None:
         arguments = (
@@ -539,6 +601,23 @@ class ChoiceReply:
     @property
     def has_calls(self) -> bool:
         return self.valid_calls > 0 or bool(self.native_tool_calls)
+
+    @property
+    def continuable(self) -> bool:
+        """The kept attempt made valid calls and calls that could not be used: the model
+        may be asked for those again (once; never when only one call is allowed)."""
+        return (
+            self.valid_calls > 0
+            and bool(self.attempt_errors)
+            and self._made is not None
+            and not self.native_tool_calls
+            and not self._policy.single_call
+            and not self._continuation
+        )
+
+    def made_calls(self) -> list[tuple[str, str, str]]:
+        """The calls the reply made (id, name, arguments), to write the reply back."""
+        return list(self._made or ())
 
     def message(self) -> dict[str, Any]:
         """The whole reply as an OpenAI `message` (with the extension fields)."""

@@ -11,8 +11,12 @@ of values nobody said is asked about (`grounding`); if the answer is a call with
 nobody said, the model is guessing, and it is asked once more, beyond `repair_attempts`, to
 answer without a call (the same call again stands: a model that insists may know the value, as
 `AAPL` for "Apple"). When a call is required and none comes, the request fails with
-`ToolCallRequiredError`. A `response_format` asking for JSON is not sent: the prompt asks for
-bare JSON, and the answer is read back.
+`ToolCallRequiredError`. A call that copies a number from its tool's description example is
+asked for afresh, with the example taken out of the description the model sees (shown its copy,
+a model writes it again). A reply with valid calls beside invalid ones is continued: shown the
+valid ones, the model is asked for the calls the request still needs (see `reply`). A
+`response_format` asking for JSON is not sent: the prompt asks for bare JSON, and the answer is
+read back.
 """
 
 from __future__ import annotations
@@ -119,6 +123,7 @@ class CompletionSession:
         self._unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
         self._guess_asks_left = 1 if grounding is not None and can_repair else 0
         self._attempt = 0
+        self._continuing = False  # the next attempt continues the kept one (see `reply`)
         self._replies: dict[int, ChoiceReply] = {}
         self._attempt_started: set[int] = set()
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
@@ -241,8 +246,9 @@ class CompletionSession:
         def repeated(text: str) -> bool:
             return any(earlier.startswith(text.strip()) for earlier in self._rejected_text)
 
+        rejected = ask_again and not self._continuing  # a continued attempt is kept
         for index, reply in sorted(self._replies.items()):
-            out += [(index, delta) for delta in reply.settle(ask_again, repeated)]
+            out += [(index, delta) for delta in reply.settle(rejected, repeated)]
         if not ask_again:
             self._check_required()
         return out, ask_again
@@ -253,6 +259,16 @@ class CompletionSession:
             return False
         reply = self._replies[0]
         self._afresh = False
+        if reply.continuable:
+            if self._repairs_left == 0:
+                return False
+            self._repairs_left -= 1
+            self._continuing = True
+            self._unsaid_asked_about = None
+            if reply.attempt_copied:
+                self._hide_examples(reply.attempt_copied)
+            written = self._written_back("", reply.made_calls())
+            return self._retry_with(written, reason)
         if self._answers_a_guess_ask() and reply.attempt_ungrounded:
             # Checked only to see whether the model guesses again: what it insists on stands.
             if not self._guessed_again():
@@ -269,13 +285,15 @@ class CompletionSession:
             return False
         self._unsaid_asked_about = list(reply.attempt_unsaid) if reply.attempt_unsaid else None
         attempt = reply.attempt_result()
-        written = self._written_back(attempt)
+        self._rejected_text.append(attempt.content.strip())
+        return self._retry_with(self._attempt_written_back(attempt), reason)
+
+    def _retry_with(self, written: str, reason: str) -> bool:
         self._retry_turns += [
             {"role": "assistant", "content": written},
             {"role": "user", "content": reason},
         ]
         self._repairs.append({"reply": written, "reason": reason})
-        self._rejected_text.append(attempt.content.strip())
         self._attempt += 1
         self._attempt_started.clear()
         self._finish.clear()
@@ -308,7 +326,7 @@ class CompletionSession:
         self._repairs_left -= 1
         self._afresh = True
         attempt = self._replies[0].attempt_result()
-        self._repairs.append({"reply": self._written_back(attempt), "reason": reason})
+        self._repairs.append({"reply": self._attempt_written_back(attempt), "reason": reason})
         self._rejected_text.append(attempt.content.strip())
         self._retry_turns = []
         self._attempt += 1
@@ -316,17 +334,21 @@ class CompletionSession:
         self._finish.clear()
         return True
 
-    def _written_back(self, attempt: ParseResult) -> str:
-        """A rejected attempt as the next request shows it to the model: written back as
-        history is (its text, and its calls as it wrote them), so no copy of the raw reply
-        is kept while it streams."""
-        written = [(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
-        written += [(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
+    def _attempt_written_back(self, attempt: ParseResult) -> str:
+        """A rejected attempt: its text, and its calls as it wrote them."""
+        calls = [(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
+        calls += [(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
+        return self._written_back(attempt.content, calls)
+
+    def _written_back(self, content: str, written: list[tuple[str, str, str]]) -> str:
+        """An attempt as the next request shows it to the model: written back as history is
+        (its text, and its calls as it wrote them), so no copy of the raw reply is kept while
+        it streams."""
         calls = [
             {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
             for id_, name, arguments in written
         ]
-        message: dict[str, Any] = {"role": "assistant", "content": attempt.content}
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
         (rendered,) = self._fmt.render_messages([message])
@@ -345,13 +367,25 @@ class CompletionSession:
         if len(self._replies) != 1 or self._choice.mode == "none":
             return None
         reply = self._replies[0]
+        block = self._call_form()
+        if reply.continuable:
+            # A copy is not quoted back: shown its copy, a model writes it again.
+            copies = set(reply.attempt_copy_errors)
+            reasons = [
+                e.rstrip(".") for e in dict.fromkeys(reply.attempt_errors) if e not in copies
+            ]
+            which = "One of your calls" if len(reply.attempt_errors) == 1 else "Some of your calls"
+            why = f": {'; '.join(reasons)}" if reasons else ""
+            return (
+                f"{which} could not be used{why}. The others stand: write again only the calls "
+                f"the request still needs, each as {block}."
+            )
         if reply.has_calls:
             return None
         if reply.attempt_valid:
             if not reply.attempt_ungrounded:
                 return None
             return " ".join(dict.fromkeys(reply.attempt_ungrounded))
-        block = self._call_form()
         if self._choice.name is not None:
             return f"You must call the tool {self._choice.name} now. Reply with {block}."
         if reply.attempt_errors:
@@ -413,11 +447,13 @@ class CompletionSession:
             retry = self._attempt > 0
             reply.start_attempt(
                 parser,
-                tentative=self._repairs_left > 0 or self._answers_a_guess_ask(),
+                tentative=not self._continuing
+                and (self._repairs_left > 0 or self._answers_a_guess_ask()),
                 retry=retry,
                 # The answer to "you made that value up" is checked only to see whether it
                 # guesses again; the request asked afresh is checked as the first was.
                 check_grounding=not retry or self._afresh or self._answers_a_guess_ask(),
+                continuation=self._continuing,
             )
         return reply
 
