@@ -537,6 +537,30 @@ def test_grounded_calls_and_required_calls_are_not_asked_again(
     assert len(server.bodies()) == 4
 
 
+def test_a_required_call_that_copies_its_tools_example_is_asked_for_afresh(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Qwen2.5-Coder-0.5B, required to call a tool for "2 to the power of 10", wrote
+    (2 ** 10) * 2.5: a copied example is asked about even where a call is required (values
+    nobody said are not: the model may not answer instead)."""
+    question = [{"role": "user", "content": "I need 2 to the power of 10."}]
+    fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "2 ** 10"}}</tool_call>'
+    for choice in ("required", {"type": "function", "function": {"name": "calculator"}}):
+        server.reset()
+        whole, streamed = both_ways(
+            hermes_tools.wrap(openai_client),
+            server,
+            [EXAMPLE.replace("(3 + 4) * 2.5", "(2 ** 10) * 2.5"), fixed],
+            question,
+            tools=[CALCULATOR],
+            tool_choice=choice,
+        )
+        same_answer(whole, streamed)
+        calls = whole.choices[0].message.tool_calls
+        assert [json.loads(c.function.arguments) for c in calls] == [{"expression": "2 ** 10"}]
+        assert "such as" not in server.bodies()[1]["messages"][0]["content"]
+
+
 def test_an_ungrounded_call_beside_a_grounded_one_is_asked_again(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:

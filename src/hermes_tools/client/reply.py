@@ -73,6 +73,7 @@ class CallPolicy:
     single_call: bool
     toolbox: Toolbox = field(default_factory=Toolbox)
     grounding: Grounding | None = None  # set when ungrounded calls are asked again
+    ask_unsaid: bool = True  # calls of values nobody said are asked again (copies always are)
 
     @property
     def requires_call(self) -> bool:
@@ -424,6 +425,8 @@ class ChoiceReply:
         if copied:
             self.attempt_copied.setdefault(call.name, []).extend(copied)
             return _copy_reason(call, copied)
+        if not self._policy.ask_unsaid:
+            return ""
         function = self._policy.toolbox.function(call.name)
         values = grounding.ungrounded(call.arguments, function)
         if not values:

@@ -83,13 +83,15 @@ class CompletionSession:
         messages = kwargs.get("messages") or []
         grounding = (
             Grounding(conversation_texts(messages))
-            if fmt.check_grounding
-            and repair_attempts > 0
-            and self._choice.mode == "auto"
-            and self._choice.name is None
+            if fmt.check_grounding and repair_attempts > 0 and self._choice.mode != "none"
             else None
         )
-        self._policy = CallPolicy(self._choice, parallel is False, self._toolbox, grounding)
+        # Where a call is required, a call of values nobody said is not asked about (the model
+        # may not answer instead); a copied example still is.
+        ask_unsaid = self._choice.mode == "auto" and self._choice.name is None
+        self._policy = CallPolicy(
+            self._choice, parallel is False, self._toolbox, grounding, ask_unsaid
+        )
         # Calls are read whenever tools are in play, even where none may be made, so that a
         # model copying the history's calls does not put call markup in the content.
         self._parse_calls = uses_tools(kwargs)
@@ -121,7 +123,7 @@ class CompletionSession:
         can_repair = single_choice and self._choice.mode != "none"
         self._repairs_left = repair_attempts if can_repair else 0
         self._unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
-        self._guess_asks_left = 1 if grounding is not None and can_repair else 0
+        self._guess_asks_left = 1 if grounding is not None and ask_unsaid and can_repair else 0
         self._attempt = 0
         self._continuing = False  # the next attempt continues the kept one (see `reply`)
         self._replies: dict[int, ChoiceReply] = {}
