@@ -296,10 +296,7 @@ class CompletionSession:
             {"role": "user", "content": reason},
         ]
         self._repairs.append({"reply": written, "reason": reason})
-        self._attempt += 1
-        self._attempt_started.clear()
-        self._finish.clear()
-        return True
+        return self._next_attempt()
 
     def _hide_examples(self, copied: dict[str, list[str]]) -> bool:
         """Render the request again with the examples the calls copied taken out of their
@@ -331,6 +328,9 @@ class CompletionSession:
         self._repairs.append({"reply": self._attempt_written_back(attempt), "reason": reason})
         self._rejected_text.append(attempt.content.strip())
         self._retry_turns = []
+        return self._next_attempt()
+
+    def _next_attempt(self) -> bool:
         self._attempt += 1
         self._attempt_started.clear()
         self._finish.clear()
