@@ -50,6 +50,14 @@ CALCULATOR_TOOL = {
     },
 }
 QUESTION = "What is the weather in Paris right now?"
+# The same tool as the evaluation suite's: Qwen2.5-Coder-1.5B copies the example into calls.
+CALCULATOR_WITH_EXAMPLE = {
+    "type": "function",
+    "function": {
+        **CALCULATOR_TOOL["function"],
+        "description": "Evaluate an arithmetic expression such as '(3 + 4) * 2.5'.",
+    },
+}
 
 
 def get_weather_now(city: str) -> str:
@@ -118,6 +126,31 @@ async def test_async_streamed_call_has_the_arguments_the_model_wrote() -> None:
     assert call.function.name == "calculator"
     expression = json.loads(call.function.arguments)["expression"]
     assert expression.replace(" ", "") in ("1234*5678", "5678*1234")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_call_copying_its_tools_example_is_asked_for_with_the_example_out_of_sight(
+    stream: bool,
+) -> None:
+    """The model writes (1234 + 5678) * 2.5; asked afresh with the example out of the
+    description, it writes the user's own numbers."""
+    with _client() as raw:
+        client = hermes_tools.wrap(raw)
+        response = client.chat.completions.create(
+            model=live.current().model,
+            messages=[{"role": "user", "content": "What is 1234 * 5678?"}],
+            tools=[WEATHER_TOOL, CALCULATOR_WITH_EXAMPLE],
+            temperature=0,
+            max_tokens=300,
+            stream=stream,
+        )
+        message = (accumulate(list(response)) if stream else response).choices[0].message
+    (call,) = message.tool_calls
+    assert call.function.name == "calculator"
+    expression = json.loads(call.function.arguments)["expression"]
+    assert expression.replace(" ", "") in ("1234*5678", "5678*1234")
+    (repair,) = getattr(message, "repairs", None) or []
+    assert "2.5 comes from the description of calculator" in repair["reason"]
 
 
 @tool
