@@ -779,3 +779,88 @@ def test_the_grounding_check_can_be_turned_off(
         same_answer(whole, streamed)
         assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
         assert len(server.bodies()) == 2
+
+
+def test_a_continuation_adds_each_call_once_and_every_item_of_a_list(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Within the continuation too, a repeat is dropped; a list spread over calls keeps its
+    other items when one of them is a call the reply already made."""
+    client = hermes_tools.wrap(openai_client)
+    listed = (
+        '<tool_call>{"name": "get_weather", "arguments": {"city": ["Paris", "Rome"]}}</tool_call>'
+    )
+    for continued in (ROME + ROME, listed):
+        server.reset()
+        whole, streamed = both_ways(client, server, [Reply(FIXED + BROKEN, chunks=5), continued])
+        same_answer(whole, streamed)
+        message = whole.choices[0].message
+        assert [json.loads(c.function.arguments)["city"] for c in message.tool_calls] == [
+            "Paris",
+            "Rome",
+        ]
+        (repeat,) = message.dropped_tool_calls
+        assert repeat["reason"] == "the reply already made this call"
+
+
+@pytest.mark.parametrize("failure", ["status", "cut"])
+def test_a_continuation_that_fails_leaves_the_reply_it_continues(
+    server: ScriptedServer, openai_client: OpenAI, failure: str
+) -> None:
+    """The valid call already went out: an error or a cut stream on the continuation's
+    request ends the reply as it was, instead of raising after the call was sent."""
+    client = hermes_tools.wrap(openai_client)
+    broken = Reply(status=500) if failure == "status" else Reply(ROME, chunks=4, cut_after=1)
+    whole, streamed = both_ways(client, server, [Reply(FIXED + BROKEN, chunks=5), broken])
+    if failure == "status":  # a whole reply cannot be cut: it came back whole, with Rome
+        same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert json.loads(message.tool_calls[0].function.arguments) == {"city": "Paris"}
+    assert whole.choices[0].finish_reason == streamed["finish_reason"] == "tool_calls"
+    assert [c["arguments"] for c in streamed["tool_calls"].values() if parses(c["arguments"])] == [
+        '{"city": "Paris"}'
+    ]
+    assert len(streamed["invalid_tool_calls"]) == 1
+
+
+async def test_an_async_continuation_that_fails_leaves_the_reply_it_continues(
+    server: ScriptedServer, async_openai_client: AsyncOpenAI
+) -> None:
+    client = hermes_tools.wrap(async_openai_client)
+    for stream in (False, True):
+        server.reset()
+        server.script(Reply(FIXED + BROKEN, chunks=5), Reply(status=500))
+        response = await client.chat.completions.create(
+            model="m", messages=QUESTION, tools=TOOLS, stream=stream
+        )
+        if stream:
+            chunks = [chunk async for chunk in response]
+            finish = [c.choices[0].finish_reason for c in chunks if c.choices]
+            assert finish[-1] == "tool_calls"
+        else:
+            (call,) = response.choices[0].message.tool_calls
+            assert json.loads(call.function.arguments) == {"city": "Paris"}
+
+
+def test_a_required_call_asked_afresh_can_still_be_asked_for(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Asking afresh without the example uses up no repair: a model that then answers in
+    words where a call is required is asked for the call (repair_attempts=1)."""
+    question = [{"role": "user", "content": "What is 1234 * 5678?"}]
+    copied = EXAMPLE.replace("(3 + 4) * 2.5", "(1234 + 5678) * 2.5")
+    fixed = (
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "1234 * 5678"}}</tool_call>'
+    )
+    whole, streamed = both_ways(
+        hermes_tools.wrap(openai_client),
+        server,
+        [copied, "It is 7006652.", fixed],
+        question,
+        tools=[CALCULATOR],
+        tool_choice="required",
+    )
+    same_answer(whole, streamed)
+    calls = whole.choices[0].message.tool_calls
+    assert [json.loads(c.function.arguments) for c in calls] == [{"expression": "1234 * 5678"}]
+    assert len(server.bodies()) == 6

@@ -355,3 +355,38 @@ def test_text_after_an_end_of_turn_token_is_reported_not_answered(server: Script
         assert response.message.content == "Hello!"
         assert response.message.additional_kwargs["after_end"] == "\n<|im_start|>user\nthanks"
     llm.close()
+
+
+def test_a_continued_reply_lists_its_calls_in_one_order_streamed_or_not(
+    server: ScriptedServer,
+) -> None:
+    """Valid calls first, then the invalid ones, as the whole message has them: a continued
+    reply's added call comes after an invalid call on the wire."""
+    llm = HermesLLM(model="qwen-test", api_base=server.base_url, api_key="k")
+    first = (
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>\n'
+        '<tool_call>{"name": "get_weather", "arguments": {"city": }}</tool_call>'
+    )
+    added = '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>'
+    question = "Weather in Paris and Rome?"
+    server.script(Reply(first, chunks=5), Reply(added, chunks=3))
+    parallel = {"user_msg": question, "allow_parallel_tool_calls": True}
+    whole = llm.chat_with_tools([WEATHER], **parallel)
+    server.script(Reply(first, chunks=5), Reply(added, chunks=3))
+    *_, last = llm.stream_chat_with_tools([WEATHER], **parallel)
+    orders = [
+        [
+            (s.tool_name.split(":")[0], s.tool_kwargs)
+            for s in llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)
+        ]
+        for response in (whole, last)
+    ]
+    assert (
+        orders[0]
+        == orders[1]
+        == [
+            ("get_weather", {"city": "Paris"}),
+            ("get_weather", {"city": "Rome"}),
+            ("(invalid call to get_weather", {}),
+        ]
+    )

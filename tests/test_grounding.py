@@ -158,3 +158,31 @@ def test_a_definition_that_shows_no_such_example_is_left_as_it_is() -> None:
     ranged = {"name": "lights", "parameters": {"properties": {"level": {"maximum": 100}}}}
     assert without_examples(ranged, ["100"]) is None
     assert without_examples(CALCULATOR, ["3.5"]) is None
+
+
+def test_taking_an_example_out_leaves_apostrophes_and_schema_names_alone() -> None:
+    described = {
+        "name": "calc",
+        "description": "The user's expression, e.g. '2.5 * 4'. Don't guess.",
+    }
+    stripped = without_examples(described, ["2.5"])
+    assert stripped is not None
+    assert stripped["description"] == "The user's expression. Don't guess."
+    named = {
+        "name": "f",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "example": {"type": "string", "description": "Like '12.5'."},
+                "unit": {"$ref": "#/$defs/examples"},
+            },
+            "required": ["example"],
+            "$defs": {"examples": {"type": "string", "examples": ["12.5 kg"]}},
+        },
+    }
+    stripped = without_examples(named, ["12.5"])
+    assert stripped is not None
+    properties = stripped["parameters"]["properties"]
+    assert properties["example"] == {"type": "string"}  # the parameter stays, its example goes
+    assert stripped["parameters"]["$defs"] == {"examples": {"type": "string"}}
+    assert stripped["parameters"]["required"] == ["example"]

@@ -32,9 +32,10 @@ _DIGITS = frozenset("0123456789")
 # An example in a description: a quoted or backquoted span on one line, with its lead-in.
 _QUOTED = re.compile(
     r"(?:,?\s*\b(?:such as|e\.g\.|for example|for instance|like)\s*:?\s*)?"
-    r"(?:'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`)",
+    r"(?:(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"|`[^`\n]*`)",  # not the ' of "user's"
     re.IGNORECASE,
 )
+_NAMED = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -124,21 +125,27 @@ def without_examples(function: dict[str, Any], copied: Iterable[str]) -> dict[st
             kept = " ".join(s for s in _SENTENCE_END.split(kept) if not holds(s))
         return re.sub(r" {2,}", " ", kept).replace(" .", ".").strip()
 
-    def walk(value: Any) -> Any:
+    def walk(value: Any, names: bool = False) -> Any:
+        """`names`: the keys are names (of properties, of definitions), not schema words."""
         nonlocal changed
         if isinstance(value, list):
             return [walk(item) for item in value]
         if not isinstance(value, dict):
             return value
+        if names:
+            return {key: walk(item) for key, item in value.items()}
         out = {}
         for key, item in value.items():
+            if key in _NAMED:
+                out[key] = walk(item, names=True)
+                continue
             if key in ("example", "examples") and holds(json.dumps(item)):
                 changed = True
                 continue
             if key == "description" and isinstance(item, str) and holds(item):
                 changed = True
                 item = strip(item)
-                if not item:
+                if not re.search(r"\w", item):  # nothing but the example was said
                     continue
             out[key] = walk(item)
         return out

@@ -179,6 +179,7 @@ class ChoiceReply:
         self._hold_at_call = False
         self._retry = False
         self._continuation = False
+        self._continued: set[tuple[str, str]] = set()  # the continuation's calls so far
         self._drop_text = False
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> its call on the wire
         self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
@@ -211,6 +212,7 @@ class ChoiceReply:
         self._held = []
         self._retry = retry or continuation
         self._continuation = continuation
+        self._continued = set()
         self._drop_text = continuation
         self._holding = self._retry or self._policy.requires_call
         self._hold_at_call = tentative and not self._holding
@@ -321,6 +323,8 @@ class ChoiceReply:
                     if extra is not None:
                         self._unhold(event.index)
                         self._drop(event.call, extra)
+                        if spread:  # the list's other items are calls of their own
+                            out += self._take(spread)
                         continue
                 if isinstance(event.call, ToolCall):
                     self.attempt_valid += 1
@@ -451,13 +455,16 @@ class ChoiceReply:
         if not isinstance(call, ToolCall):
             return None
         made = (call.name, canonical(call.arguments))
-        if any((name, arguments) == made for _, name, arguments in self._made or ()):
+        if made in self._continued or any(
+            (name, arguments) == made for _, name, arguments in self._made or ()
+        ):
             return "the reply already made this call"
         grounding = self._policy.grounding
         function = self._policy.toolbox.function(call.name)
         unsaid = grounding.ungrounded(call.arguments, function) if grounding else []
         if unsaid:
             return f"nobody in this conversation said {', '.join(map(_shortened, unsaid))}"
+        self._continued.add(made)
         return None
 
     def _unhold(self, index: int) -> None:

@@ -126,6 +126,7 @@ class CompletionSession:
         self._guess_asks_left = 1 if grounding is not None and ask_unsaid and can_repair else 0
         self._attempt = 0
         self._continuing = False  # the next attempt continues the kept one (see `reply`)
+        self._continuation_pending = False  # asked for, not yet ended
         self._replies: dict[int, ChoiceReply] = {}
         self._attempt_started: set[int] = set()
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
@@ -185,6 +186,20 @@ class CompletionSession:
                 )
             )
         return out, False
+
+    def continuation_failed(self) -> list[ChatCompletionChunk] | None:
+        """The request for a continuation failed (an error, a cut stream): the reply kept
+        before it stands, and these chunks end it. None when no continuation was under way
+        (the failure is the caller's to see)."""
+        if not self._continuation_pending:
+            return None
+        self._continuation_pending = False
+        out = []
+        for index, reply in sorted(self._replies.items()):
+            reply.settle(True, lambda _: False)  # what the continuation held is dropped
+            final: Delta = {**reply.extensions(), **self._repair_fields(index)}
+            out.append(self._chunk(index, final, reply.finish_reason(None)))
+        return out
 
     # -- whole --------------------------------------------------------------------------------
 
@@ -249,6 +264,8 @@ class CompletionSession:
             return any(earlier.startswith(text.strip()) for earlier in self._rejected_text)
 
         rejected = ask_again and not self._continuing  # a continued attempt is kept
+        if not ask_again:
+            self._continuation_pending = False
         for index, reply in sorted(self._replies.items()):
             out += [(index, delta) for delta in reply.settle(rejected, repeated)]
         if not ask_again:
@@ -265,7 +282,7 @@ class CompletionSession:
             if self._repairs_left == 0:
                 return False
             self._repairs_left -= 1
-            self._continuing = True
+            self._continuing = self._continuation_pending = True
             self._unsaid_asked_about = None
             if reply.attempt_copied:
                 self._hide_examples(reply.attempt_copied)
@@ -277,10 +294,12 @@ class CompletionSession:
                 return False
             self._guess_asks_left -= 1
             reason += " " + _NO_MORE_GUESSES
-        elif reply.attempt_copied and not reply.attempt_unsaid and self._repairs_left > 0:
-            if self._hide_examples(reply.attempt_copied):
-                return self._ask_afresh(reason)
-            self._repairs_left -= 1
+        elif (
+            reply.attempt_copied
+            and not reply.attempt_unsaid
+            and self._hide_examples(reply.attempt_copied)
+        ):
+            return self._ask_afresh(reason)
         elif self._repairs_left > 0:
             self._repairs_left -= 1
         else:
@@ -321,8 +340,9 @@ class CompletionSession:
 
     def _ask_afresh(self, reason: str) -> bool:
         """Ask the request again as it was (the rendered tools aside): a model shown its own
-        copy and told where it came from writes it again."""
-        self._repairs_left -= 1
+        copy and told where it came from writes it again. It does not use up a repair (it
+        happens once per example), so that a required call asked afresh can still be
+        asked for."""
         self._afresh = True
         attempt = self._replies[0].attempt_result()
         self._repairs.append({"reply": self._attempt_written_back(attempt), "reason": reason})

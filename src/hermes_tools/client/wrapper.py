@@ -13,11 +13,17 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
+import httpx
+from openai import APIError, AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools.client.session import CompletionSession, uses_tools
-from hermes_tools.errors import FormatOptionError, HermesToolsError, WrongTypeError
+from hermes_tools.errors import (
+    FormatOptionError,
+    HermesToolsError,
+    IncompleteStreamError,
+    WrongTypeError,
+)
 from hermes_tools.format import HermesFormat
 
 if TYPE_CHECKING:
@@ -108,6 +114,10 @@ class _Namespace:
         return getattr(self._target, name)
 
 
+# A request that fails this way while a reply is being continued leaves the reply it continues.
+_REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
+
+
 class HermesOpenAI(_Wrapper[OpenAI]):
     """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
 
@@ -119,9 +129,15 @@ class HermesOpenAI(_Wrapper[OpenAI]):
         if kwargs.get("stream") is True:
             first: Stream[ChatCompletionChunk] = create(**session.request())
             return HermesStream(session, first, lambda: create(**session.request()))
-        while session.completion(create(**session.request())):
-            pass
-        return session.result()
+        while True:
+            try:
+                ask_again = session.completion(create(**session.request()))
+            except _REQUEST_FAILED:
+                if session.continuation_failed() is None:
+                    raise
+                ask_again = False
+            if not ask_again:
+                return session.result()
 
 
 class HermesStream:
@@ -141,14 +157,21 @@ class HermesStream:
 
     def _chunks(self) -> Iterator[ChatCompletionChunk]:
         while True:
-            with self._upstream:
-                for chunk in self._upstream:
-                    yield from self._session.chunk(chunk)
-            last, ask_again = self._session.stream_ended()
-            yield from last
-            if not ask_again:
+            try:
+                with self._upstream:
+                    for chunk in self._upstream:
+                        yield from self._session.chunk(chunk)
+                last, ask_again = self._session.stream_ended()
+                yield from last
+                if not ask_again:
+                    return
+                self._upstream = self._again()
+            except _REQUEST_FAILED:
+                ending = self._session.continuation_failed()
+                if ending is None:
+                    raise
+                yield from ending
                 return
-            self._upstream = self._again()
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self._iterator
@@ -186,9 +209,15 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
                 return await create(**session.request())  # type: ignore[no-any-return]
 
             return AsyncHermesStream(session, first, again)
-        while session.completion(await create(**session.request())):
-            pass
-        return session.result()
+        while True:
+            try:
+                ask_again = session.completion(await create(**session.request()))
+            except _REQUEST_FAILED:
+                if session.continuation_failed() is None:
+                    raise
+                ask_again = False
+            if not ask_again:
+                return session.result()
 
 
 # The longest the stream runs without letting other tasks on the loop run. A fast server's
@@ -215,20 +244,28 @@ class AsyncHermesStream:
     async def _chunks(self) -> AsyncIterator[ChatCompletionChunk]:
         turn_started = time.perf_counter()
         while True:
-            async with self._upstream:
-                async for chunk in self._upstream:
-                    for out in self._session.chunk(chunk):
-                        yield out
-                    now = time.perf_counter()
-                    if now - turn_started > _MAX_TURN_SECONDS:
-                        await asyncio.sleep(0)  # let the loop's other tasks run
-                        turn_started = time.perf_counter()
-            last, ask_again = self._session.stream_ended()
-            for out in last:
-                yield out
-            if not ask_again:
+            try:
+                async with self._upstream:
+                    async for chunk in self._upstream:
+                        for out in self._session.chunk(chunk):
+                            yield out
+                        now = time.perf_counter()
+                        if now - turn_started > _MAX_TURN_SECONDS:
+                            await asyncio.sleep(0)  # let the loop's other tasks run
+                            turn_started = time.perf_counter()
+                last, ask_again = self._session.stream_ended()
+                for out in last:
+                    yield out
+                if not ask_again:
+                    return
+                self._upstream = await self._again()
+            except _REQUEST_FAILED:
+                ending = self._session.continuation_failed()
+                if ending is None:
+                    raise
+                for out in ending:
+                    yield out
                 return
-            self._upstream = await self._again()
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self._iterator

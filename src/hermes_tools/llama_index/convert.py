@@ -271,20 +271,19 @@ class ReplyBuilder:
         if reasoning:
             blocks.append(ThinkingBlock(content=reasoning))
         blocks.append(TextBlock(text="".join(self._content)))
-        invalid = {item["id"]: item for item in self._invalid}
+        invalid = {item["id"] for item in self._invalid}
         for call in self._calls:
             assert call.function is not None
-            item = invalid.pop(call.id or "", None)
-            blocks.append(
-                _invalid_block(item)
-                if item is not None
-                else ToolCallBlock(
-                    tool_call_id=call.id,
-                    tool_name=call.function.name or "",
-                    tool_kwargs=call.function.arguments or "",
+            if call.id not in invalid:
+                blocks.append(
+                    ToolCallBlock(
+                        tool_call_id=call.id,
+                        tool_name=call.function.name or "",
+                        tool_kwargs=call.function.arguments or "",
+                    )
                 )
-            )
-        blocks += [_invalid_block(item) for item in invalid.values()]  # never streamed
+        # The invalid calls after the valid ones, streamed or not, as the whole message has them.
+        blocks += [_invalid_block(item) for item in self._invalid]
         additional: dict[str, Any] = {"tool_calls": list(self._calls)} if self._calls else {}
         additional.update(self._reports)
         return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks, additional_kwargs=additional)
