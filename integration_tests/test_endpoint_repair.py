@@ -699,6 +699,22 @@ def test_a_call_copying_its_tools_example_after_a_call_that_went_out_is_invalid(
         assert len(server.bodies()) == 4  # asked once, each way
 
 
+def _continued_after_an_example(
+    server: ScriptedServer, openai_client: OpenAI, question: str, continued: str
+) -> Any:
+    """get_weather(Paris), then the calculator's example; the continuation answers
+    `continued`. The whole message (the streamed one is checked to be the same)."""
+    whole, streamed = both_ways(
+        hermes_tools.wrap(openai_client),
+        server,
+        [Reply(FIXED + EXAMPLE, chunks=6), Reply(continued, chunks=4)],
+        [{"role": "user", "content": question}],
+        tools=[*TOOLS, CALCULATOR],
+    )
+    same_answer(whole, streamed)
+    return whole.choices[0].message
+
+
 def test_a_parallel_call_copying_its_tools_example_is_asked_for_again(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
@@ -706,18 +722,10 @@ def test_a_parallel_call_copying_its_tools_example_is_asked_for_again(
     the calculator with its description's example. Asked for that call again with the copy
     named, it copied again under every wording tried; shown its valid calls only, with the
     example out of the description, it wrote 15 * 4. The reply holds both calls."""
-    question = [{"role": "user", "content": "What's the weather in Paris, and what is 15 * 4?"}]
     fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "15 * 4"}}</tool_call>'
-    client = hermes_tools.wrap(openai_client)
-    whole, streamed = both_ways(
-        client,
-        server,
-        [Reply(FIXED + EXAMPLE, chunks=6), Reply(fixed, chunks=4)],
-        question,
-        tools=[*TOOLS, CALCULATOR],
+    message = _continued_after_an_example(
+        server, openai_client, "What's the weather in Paris, and what is 15 * 4?", fixed
     )
-    same_answer(whole, streamed)
-    message = whole.choices[0].message
     assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls] == [
         ("get_weather", {"city": "Paris"}),
         ("calculator", {"expression": "15 * 4"}),
@@ -745,21 +753,13 @@ def test_a_continuation_adds_no_call_with_values_nobody_said(
 ) -> None:
     """Asked for the calls a request still needs when it needs none, Qwen2.5-Coder-1.5B made
     some up (the weather in another city, 2 + 3): they are dropped, with the reason."""
-    question = [{"role": "user", "content": "What's the weather in Paris?"}]
     made_up = (
         ROME.replace("Rome", "Oslo")
         + '<tool_call>{"name": "calculator", "arguments": {"expression": "2 + 3"}}</tool_call>'
     )
-    client = hermes_tools.wrap(openai_client)
-    whole, streamed = both_ways(
-        client,
-        server,
-        [Reply(FIXED + EXAMPLE, chunks=6), Reply(made_up, chunks=5)],
-        question,
-        tools=[*TOOLS, CALCULATOR],
+    message = _continued_after_an_example(
+        server, openai_client, "What's the weather in Paris?", made_up
     )
-    same_answer(whole, streamed)
-    message = whole.choices[0].message
     assert [c.function.name for c in message.tool_calls] == ["get_weather"]
     assert [(d["name"], d["reason"]) for d in message.dropped_tool_calls] == [
         ("get_weather", "nobody in this conversation said Oslo"),

@@ -114,7 +114,7 @@ class CompletionSession:
             else list(messages)  # a plain chat: only the reply is read (reasoning, end tokens)
         )
         self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
-        self._tools_shown = [spec.openai_tool() for spec in self._toolbox.specs]
+        self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
         self._afresh = False  # the attempt is the request again, not a retry turn
         self._retry_turns: list[dict[str, Any]] = []
         self._repairs: list[dict[str, str]] = []
@@ -125,8 +125,7 @@ class CompletionSession:
         self._unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
         self._guess_asks_left = 1 if grounding is not None and ask_unsaid and can_repair else 0
         self._attempt = 0
-        self._continuing = False  # the next attempt continues the kept one (see `reply`)
-        self._continuation_pending = False  # asked for, not yet ended
+        self._continuing = False  # a continuation of the kept reply is asked for (see `reply`)
         self._replies: dict[int, ChoiceReply] = {}
         self._attempt_started: set[int] = set()
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
@@ -191,9 +190,9 @@ class CompletionSession:
         """The request for a continuation failed (an error, a cut stream): the reply kept
         before it stands, and these chunks end it. None when no continuation was under way
         (the failure is the caller's to see)."""
-        if not self._continuation_pending:
+        if not self._continuing:
             return None
-        self._continuation_pending = False
+        self._continuing = False
         out = []
         for index, reply in sorted(self._replies.items()):
             reply.settle(True, lambda _: False)  # what the continuation held is dropped
@@ -265,7 +264,7 @@ class CompletionSession:
 
         rejected = ask_again and not self._continuing  # a continued attempt is kept
         if not ask_again:
-            self._continuation_pending = False
+            self._continuing = False
         for index, reply in sorted(self._replies.items()):
             out += [(index, delta) for delta in reply.settle(rejected, repeated)]
         if not ask_again:
@@ -282,7 +281,7 @@ class CompletionSession:
             if self._repairs_left == 0:
                 return False
             self._repairs_left -= 1
-            self._continuing = self._continuation_pending = True
+            self._continuing = True
             self._unsaid_asked_about = None
             if reply.attempt_copied:
                 self._hide_examples(reply.attempt_copied)
@@ -330,7 +329,8 @@ class CompletionSession:
             }
             for spec in self._toolbox.specs
         ]
-        if tools == self._tools_shown:
+        shown = self._tools_shown or [spec.openai_tool() for spec in self._toolbox.specs]
+        if tools == shown:
             return False
         self._tools_shown = tools
         self._messages = self._fmt.render_messages(
