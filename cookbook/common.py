@@ -7,7 +7,6 @@ import argparse
 import ast
 import operator
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -90,8 +89,8 @@ _OPERATORS: dict[type, Any] = {
 def _evaluate(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
         return float(_OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right)))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
@@ -100,7 +99,7 @@ def _evaluate(node: ast.AST) -> float:
 
 
 def calculate(expression: str) -> str:
-    """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
+    """Evaluate an arithmetic expression: numbers, + - * / ** and parentheses."""
     try:
         value = _evaluate(ast.parse(expression, mode="eval"))
     except (SyntaxError, ValueError, ZeroDivisionError, OverflowError) as exc:
@@ -108,24 +107,19 @@ def calculate(expression: str) -> str:
     return str(int(value)) if value.is_integer() else str(value)
 
 
-def search_files(pattern: str, glob: str = "**/*.py") -> str:
-    """Search this repository's files for a regular expression; returns matching lines as
-    'path:line: text' (at most 30)."""
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        return f"error: bad pattern: {exc}"
+def search_code(text: str) -> str:
+    """Find the lines of hermes-tools' source code (src/) that contain `text` (exact,
+    case-sensitive); returns how many lines match, then the first 30 as 'path:line: text'."""
     matches = []
-    for path in sorted(REPOSITORY.glob(glob)):
+    for path in sorted((REPOSITORY / "src").rglob("*.py")):
         relative = path.relative_to(REPOSITORY)
-        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
-            continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if regex.search(line):
+            if text in line:
                 matches.append(f"{relative}:{number}: {line.strip()}")
-                if len(matches) == 30:
-                    return "\n".join(matches) + "\n(more matches not shown)"
-    return "\n".join(matches) or "no matches"
+    if not matches:
+        return "0 matching lines"
+    more = "\n(more not shown)" if len(matches) > 30 else ""
+    return f"{len(matches)} matching lines\n" + "\n".join(matches[:30]) + more
 
 
 def arguments(description: str | None) -> argparse.ArgumentParser:

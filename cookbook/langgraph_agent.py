@@ -1,10 +1,10 @@
 """A LangGraph agent with real tools, on any OpenAI-compatible endpoint, through ChatHermes.
 
     uv run cookbook/langgraph_agent.py
-    uv run cookbook/langgraph_agent.py --question "How many test files are there, times 3?"
+    uv run cookbook/langgraph_agent.py --question "How many lines of src/ contain 'yield'?"
 
 The endpoint comes from OPENAI_BASE_URL (or --base-url) and the model from HERMES_MODEL (or
---model). The agent has two tools, a calculator and a search over this repository's files,
+--model). The agent has two tools, a calculator and a search over hermes-tools' source code,
 and prints its steps as they stream: reasoning, text, each tool call and each result.
 """
 
@@ -24,22 +24,22 @@ from common import arguments, calculate, run, show_label
 from hermes_tools.langchain import ChatHermes
 
 DEFAULT_QUESTION = (
-    "Which Python files in this repository define a class whose name starts with 'Hermes'? "
-    "Count them, then multiply that count by 7."
+    "Search hermes-tools' source code for 'class Hermes', then multiply the number of "
+    "matching lines by 7."
 )
 
 
 @tool
 def calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
+    """Evaluate an arithmetic expression: numbers, + - * / ** and parentheses."""
     return calculate(expression)
 
 
 @tool
-def search_files(pattern: str, glob: str = "**/*.py") -> str:
-    """Search this repository's files for a regular expression; returns matching lines as
-    'path:line: text' (at most 30)."""
-    return common.search_files(pattern, glob)
+def search_code(text: str) -> str:
+    """Find the lines of hermes-tools' source code (src/) that contain `text` (exact,
+    case-sensitive); returns how many lines match, then the first 30 as 'path:line: text'."""
+    return common.search_code(text)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     )
     agent = create_agent(
         model,
-        [calculator, search_files],
+        [calculator, search_code],
         system_prompt="You are a careful assistant. Use the tools; do not guess.",
     )
     print(f"question: {args.question}\n")

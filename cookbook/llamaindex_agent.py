@@ -4,7 +4,7 @@
     uv run cookbook/llamaindex_agent.py --question "What does the README say about DeepSeek?"
 
 The endpoint comes from OPENAI_BASE_URL (or --base-url) and the model from HERMES_MODEL (or
---model). The agent has a calculator, a search over this repository's files, and a query
+--model). The agent has a calculator, a search over hermes-tools' source code, and a query
 engine over the project's documents (a summary index: no embedding model to download).
 """
 
@@ -35,14 +35,14 @@ DEFAULT_QUESTION = (
 
 
 def calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
+    """Evaluate an arithmetic expression: numbers, + - * / ** and parentheses."""
     return common.calculate(expression)
 
 
-def search_files(pattern: str, glob: str = "**/*.py") -> str:
-    """Search this repository's files for a regular expression; returns matching lines as
-    'path:line: text' (at most 30)."""
-    return common.search_files(pattern, glob)
+def search_code(text: str) -> str:
+    """Find the lines of hermes-tools' source code (src/) that contain `text` (exact,
+    case-sensitive); returns how many lines match, then the first 30 as 'path:line: text'."""
+    return common.search_code(text)
 
 
 def project_documents() -> list[TextNode]:
@@ -100,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         llm=llm,
         tools=[
             FunctionTool.from_defaults(calculator),
-            FunctionTool.from_defaults(search_files),
+            FunctionTool.from_defaults(search_code),
             QueryEngineTool.from_defaults(
                 documents,
                 name="project_documents",

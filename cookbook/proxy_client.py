@@ -27,7 +27,9 @@ TOOLS = [
         "type": "function",
         "function": {
             "name": "calculator",
-            "description": "Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'.",
+            "description": (
+                "Evaluate an arithmetic expression: numbers, + - * / ** and parentheses."
+            ),
             "parameters": {
                 "type": "object",
                 "properties": {"expression": {"type": "string"}},

@@ -23,7 +23,7 @@ from hermes_tools.langchain import ChatHermes
 
 @tool
 def calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression, such as '(3 + 4) * 2.5'."""
+    """Evaluate an arithmetic expression: numbers, + - * / ** and parentheses."""
     return calculate(expression)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,28 @@ def run_script(name: str, server_url: str, *args: str) -> subprocess.CompletedPr
     )
 
 
+def test_the_cookbook_calculator_takes_a_bare_number() -> None:
+    """Qwen2.5-Coder-1.5B computed 16 * 7 in its text and then called calculator("112"): on
+    Python before 3.12 the calculator failed on a bare integer."""
+    sys.path.insert(0, str(COOKBOOK))
+    try:
+        import common
+    finally:
+        sys.path.remove(str(COOKBOOK))
+    assert [common.calculate(e) for e in ("112", "16 * 7", "2.5 * 2", "7 / 2")] == [
+        "112",
+        "112",
+        "5",
+        "3.5",
+    ]
+    assert common.calculate("True").startswith("error")
+
+
 def test_langgraph_agent(server: ScriptedServer) -> None:
     server.script(
         Reply(
             "<think>I should search the code first.</think>\n"
-            '<tool_call>\n{"name": "search_files", "arguments": {"pattern": "^class Hermes"}}\n'
+            '<tool_call>\n{"name": "search_code", "arguments": {"text": "class Hermes"}}\n'
             "</tool_call>",
             chunks=3,
         ),
@@ -46,8 +64,9 @@ def test_langgraph_agent(server: ScriptedServer) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "[thinking] I should search the code first." in out
-    assert 'call search_files({"pattern": "^class Hermes"})' in out
-    assert "-> search_files: src/hermes_tools/" in out  # the tool really searched the repo
+    assert 'call search_code({"text": "class Hermes"})' in out
+    # the tool really searched the source
+    assert re.search(r"-> search_code: \d+ matching lines\nsrc/hermes_tools/", out)
     assert 'call calculator({"expression": "3 * 7"})' in out
     assert "-> calculator: 21" in out
     assert "There are 3 such files, and 3 * 7 = 21." in out

@@ -589,6 +589,37 @@ def test_a_call_after_a_grounded_call_that_went_out_stands(
     assert len(server.bodies()) == 2
 
 
+def test_a_call_after_the_replys_own_words_is_not_asked_about_values_nobody_said(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """Qwen2.5-Coder-1.5B, in the cookbook's agent, wrote "18 x 7 = 126. So the final answer
+    is:" and then calculator("126"); asked about 126 (nobody said it), it answered "I
+    apologize, but I don't have any information...", and the user read both texts run
+    together. The words went out as they came, so the call after them stands (a retry's words
+    would be written on after them); a reply that is nothing but such a call is asked again,
+    and a retry's words never went out, so its calls are still asked about."""
+    client = hermes_tools.wrap(openai_client)
+    words = "The weather in London? Let me check.\n"
+    whole, streamed = both_ways(client, server, [Reply(words + LONDON, chunks=5)], SMALL_TALK)
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert message.content == words.strip()
+    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "London"}]
+    assert not getattr(message, "repairs", None)
+    assert len(server.bodies()) == 2
+
+    server.reset()
+    answer = "Hello! How can I help?"
+    whole, streamed = both_ways(
+        client, server, [FIXED, Reply(words + LONDON, chunks=5), answer], SMALL_TALK
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert (message.content, message.tool_calls) == (answer, None)
+    assert len(message.repairs) == 2
+    assert "nobody in this conversation said London" in message.repairs[1]["reason"]
+
+
 CALCULATOR = {
     "type": "function",
     "function": {

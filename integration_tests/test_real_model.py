@@ -7,6 +7,11 @@ their results. Through `wrap()` (sync and async, streamed and not) and a LangGra
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +203,22 @@ def test_langgraph_agent_streams_tokens_and_the_call() -> None:
     assert any(call.get("name") == "get_weather" for call in calls)
     answer = "".join(chunk.text for chunk in chunks)
     assert "17" in answer
+
+
+def test_the_cookbook_agent_searches_the_source_and_answers() -> None:
+    """The README's main job, `uv run cookbook/langgraph_agent.py`, on the real model: it
+    searches the source with words it chose, and answers after reading the result."""
+    endpoint = live.current()
+    script = Path(__file__).resolve().parents[1] / "cookbook" / "langgraph_agent.py"
+    env = {**os.environ, "OPENAI_BASE_URL": endpoint.base_url, "HERMES_MODEL": endpoint.model}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    call = re.search(r"call search_code\((\{.*\})\)", out)
+    assert call is not None, out
+    assert "Hermes" in json.loads(call.group(1))["text"]
+    assert re.search(r"-> search_code: \d+ matching lines\nsrc/hermes_tools/", out), out
+    answer = out[out.rindex("-> ") :].partition("[assistant]")[2]
+    assert answer.strip(), out

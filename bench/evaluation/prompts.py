@@ -123,3 +123,23 @@ VARIANTS["x-wrapped-tools"] = Variant(
     "experiment: the default wording, tools listed in OpenAI's wrapper as Qwen's template does",
     {"template": f"{PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{JSON_INSTRUCTIONS}"},
 )
+# Qwen3-Coder's own chat-template wording for its XML calls (what that syntax's models were
+# trained on), for the qwen3_coder cases.
+QWEN3_CODER_TEMPLATE = (
+    "# Tools\n\nYou have access to the following functions:\n\n<tools>\n{tools}\n</tools>\n\n"
+    "If you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
+    "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
+    "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+    "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"
+    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "
+    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"
+    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "
+    "function call in natural language BEFORE the function call, but NOT after\n- If there is "
+    "no function call available, answer the question like normal with your current knowledge "
+    "and do not tell the user about function calls\n</IMPORTANT>"
+)
+VARIANTS["x-qwen3coder"] = Variant(
+    "x-qwen3coder",
+    "experiment: Qwen3-Coder's own template wording (qwen3_coder cases)",
+    {"template": QWEN3_CODER_TEMPLATE},
+)

@@ -57,7 +57,8 @@ class HermesFormat:
       its tool's description, ask again, telling the model so (see `grounding`), and once
       more if it answers with other made-up values (see `client.session`); needs
       `repair_attempts` >= 1. A call after one that already went out is not asked again,
-      but one that copies such a number is invalid.
+      but one that copies such a number is invalid; values nobody said are not asked about
+      in a call after the reply's own words (they went out already).
     """
 
     syntax: Syntax = "json"

@@ -429,7 +429,7 @@ class ChoiceReply:
         if copied:
             self.attempt_copied.setdefault(call.name, []).extend(copied)
             return _copy_reason(call, copied)
-        if not self._policy.ask_unsaid:
+        if not self._policy.ask_unsaid or self._after_live_text():
             return ""
         function = self._policy.toolbox.function(call.name)
         values = grounding.ungrounded(call.arguments, function)
@@ -442,6 +442,13 @@ class ChoiceReply:
             "If the user's request needs a tool, call it with values from the conversation; "
             "if it does not, answer the user directly."
         )
+
+    def _after_live_text(self) -> bool:
+        """The call follows words of a first attempt, which went out as they came (a plain
+        attempt streams until its first call): a retry's answer would be written on after
+        them ("So the answer is:" + "Hello! How can I help?"), so values nobody said are not
+        asked about there; that check is for replies that are nothing but a made-up call."""
+        return not self._retry and bool(self.attempt_text_preview.strip())
 
     def _copied_numbers(self, call: ToolCall) -> list[str]:
         grounding = self._policy.grounding
