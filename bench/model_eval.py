@@ -55,14 +55,20 @@ ROWS = [
 
 
 def evaluate_endpoint(
-    base_url: str, model: str, api_key: str, variants: list[str], cases: list[Case], label: str
+    base_url: str,
+    model: str,
+    api_key: str,
+    variants: list[str],
+    cases: list[Case],
+    label: str,
+    isolate: bool,
 ) -> dict[str, Any]:
     ordered = sorted(cases, key=lambda c: [t["function"]["name"] for t in c.tools])
     report: dict[str, Any] = {"model": model, "variants": {}}
     for name in variants:
         outcomes: list[Outcome] = []
         for case in ordered:
-            outcome = run_case(base_url, model, api_key, VARIANTS[name], case)
+            outcome = run_case(base_url, model, api_key, VARIANTS[name], case, isolate)
             outcomes.append(outcome)
             verdict = "ok " if succeeded(case, outcome) else "NO "
             print(
@@ -142,6 +148,14 @@ def main() -> int:
     parser.add_argument(
         "--cases", default="", help="only cases whose id or kind contains one of these (a,b,...)"
     )
+    parser.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="before each case, a one-token request that shares no prompt with it, so that "
+        "no case's outcome depends on the one before (llama.cpp's prompt cache); default: on "
+        "with --local, off with --base-url",
+    )
     parser.add_argument("--json", type=Path, help="write the whole report here")
     parser.add_argument(
         "--rescore",
@@ -166,6 +180,7 @@ def main() -> int:
     if not args.local and not args.base_url:
         parser.error("give --local MODELS, or --base-url (or OPENAI_BASE_URL)")
 
+    isolate = args.isolate
     started = time.monotonic()
     reports: list[dict[str, Any]] = []
 
@@ -181,10 +196,16 @@ def main() -> int:
 
         for name in args.local.split(","):
             with start_local_model(name) as server:
-                done(evaluate_endpoint(server.base_url, name, "none", variants, cases, name))
+                done(
+                    evaluate_endpoint(
+                        server.base_url, name, "none", variants, cases, name, isolate is not False
+                    )
+                )
     else:
         done(
-            evaluate_endpoint(args.base_url, args.model, args.api_key, variants, cases, args.model)
+            evaluate_endpoint(
+                args.base_url, args.model, args.api_key, variants, cases, args.model, bool(isolate)
+            )
         )
     print(
         f"{len(cases)} cases x {len(variants)} prompts x {len(reports)} models, temperature 0, "

@@ -186,6 +186,22 @@ def test_an_agent_task_runs_the_real_tools_until_the_answer(server: ScriptedServ
     assert "54" in last_request
 
 
+def test_an_isolated_case_starts_after_a_request_that_shares_no_prompt_with_it(
+    server: ScriptedServer,
+) -> None:
+    """llama.cpp reads a prompt differently after one that shares its start: each isolated
+    case comes after the same one-token request, which the case's outcome does not count."""
+    case = BY_ID["str-weather-paris"]
+    server.script(".", _call("get_weather", {"city": "Paris"}))
+    outcome = run_case(server.base_url, "scripted", "key", VARIANTS["default"], case, isolate=True)
+    forget, asked = server.bodies()
+    assert forget["messages"] == [{"role": "user", "content": "."}]
+    assert forget["max_tokens"] == 1
+    assert asked["messages"][-1] == case.messages[-1]
+    assert (outcome.requests, outcome.raw_replies[0].count("Paris")) == (1, 1)
+    assert succeeded(case, outcome)
+
+
 def test_peer_prompts_reach_the_endpoint(server: ScriptedServer) -> None:
     case = Case("x", "single", [{"role": "user", "content": "hi"}], [WEATHER, STOCK, CALCULATOR])
     for name in ("qwen", "hermes2pro", "tooluser"):
