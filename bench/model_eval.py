@@ -180,7 +180,7 @@ def main() -> int:
     if not args.local and not args.base_url:
         parser.error("give --local MODELS, or --base-url (or OPENAI_BASE_URL)")
 
-    isolate = args.isolate
+    isolate = bool(args.local) if args.isolate is None else args.isolate
     started = time.monotonic()
     reports: list[dict[str, Any]] = []
 
@@ -197,14 +197,12 @@ def main() -> int:
         for name in args.local.split(","):
             with start_local_model(name) as server:
                 done(
-                    evaluate_endpoint(
-                        server.base_url, name, "none", variants, cases, name, isolate is not False
-                    )
+                    evaluate_endpoint(server.base_url, name, "none", variants, cases, name, isolate)
                 )
     else:
         done(
             evaluate_endpoint(
-                args.base_url, args.model, args.api_key, variants, cases, args.model, bool(isolate)
+                args.base_url, args.model, args.api_key, variants, cases, args.model, isolate
             )
         )
     print(

@@ -35,11 +35,7 @@ def calculator(expression: str) -> str:
     return calculate(expression)
 
 
-@tool
-def search_code(text: str) -> str:
-    """Find the lines of hermes-tools' source code (src/) that contain `text` (exact,
-    case-sensitive); returns how many lines match, then the first 30 as 'path:line: text'."""
-    return common.search_code(text)
+search_code = tool(common.search_code)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -39,12 +39,6 @@ def calculator(expression: str) -> str:
     return common.calculate(expression)
 
 
-def search_code(text: str) -> str:
-    """Find the lines of hermes-tools' source code (src/) that contain `text` (exact,
-    case-sensitive); returns how many lines match, then the first 30 as 'path:line: text'."""
-    return common.search_code(text)
-
-
 def project_documents() -> list[TextNode]:
     """The README, one node per section, and the cookbook scripts' descriptions.
 
@@ -100,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
         llm=llm,
         tools=[
             FunctionTool.from_defaults(calculator),
-            FunctionTool.from_defaults(search_code),
+            FunctionTool.from_defaults(common.search_code),
             QueryEngineTool.from_defaults(
                 documents,
                 name="project_documents",
