@@ -209,6 +209,20 @@ def parse_every_way(
     return result
 
 
+def parse_every_split(
+    text: str, tools: Iterable[object] | None = None, **options: Any
+) -> ParseResult:
+    """`parse_every_way`, and the same result and events with the text cut in two at every
+    position."""
+    result = parse_every_way(text, tools, **options)
+    _, events = run(text, tools, **options)
+    for cut in range(1, len(text)):
+        other, other_events = run(text, tools, [cut], **options)
+        assert other == result, cut
+        assert coalesce(other_events) == coalesce(events), cut
+    return result
+
+
 def check_all_text(text: str, tools: Iterable[object] | None = None, **options: Any) -> None:
     """`text` parsed every way is text: no call, valid or invalid, and all of it content."""
     result = parse_every_way(text, tools, **options)

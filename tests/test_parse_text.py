@@ -10,6 +10,7 @@ from parser_helpers import (
     calls_as_dicts,
     check_all_text,
     check_nothing_lost,
+    parse_every_split,
     parse_every_way,
 )
 
@@ -288,3 +289,53 @@ def test_a_brace_before_a_word_no_call_has_is_text(
     result = parse_every_way(text, TOOLS)
     assert result.content == content
     assert calls_as_dicts(result) == calls
+
+
+LIST_FILES = {
+    "name": "list_files",
+    "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}},
+}
+XML_CALL = "<function=list_files>\n<parameter=pattern>\n*.md\n</parameter>\n</function>"
+JSON_CALL = '{"name": "list_files", "arguments": {"pattern": "*.md"}}'
+PYTHONIC_CALL = '[list_files(pattern="*.md")]'
+LISTED = [{"name": "list_files", "arguments": {"pattern": "*.md"}}]
+
+
+@pytest.mark.parametrize("call", [XML_CALL, JSON_CALL, PYTHONIC_CALL])
+@pytest.mark.parametrize("closer", ["\n</tool_call>", "</tool_call>", "\n\n</function_call>"])
+@pytest.mark.parametrize("after", ["", "\nI will read them next.", "<|im_end|>"])
+def test_a_closing_tag_after_a_call_whose_opening_tag_is_missing_is_markup(
+    call: str, closer: str, after: str
+) -> None:
+    """Models leave out `<tool_call>` and still close it: the closing tag ends the call
+    before it (and confirms a call written without tags), so it never reaches the text."""
+    before = "I will list the files first.\n\n"
+    result = parse_every_split(before + call + closer + after, [LIST_FILES])
+    assert calls_as_dicts(result) == LISTED
+    assert result.invalid_tool_calls == []
+    rest = after.strip() if after != "<|im_end|>" else ""
+    assert result.content == "I will list the files first." + ("\n" + rest if rest else "")
+
+
+def test_a_closing_tag_with_no_call_before_it_stays_text() -> None:
+    for text in [
+        "Close the block with </tool_call> when done.",
+        "A stray\n</tool_call>\nhere.",
+        "</tool_call>",
+        "Done: `x`\n</tool_call>",
+    ]:
+        check_all_text(text, [LIST_FILES])
+
+
+def test_a_closing_tag_cut_off_after_a_call_without_its_opening_tag_is_markup() -> None:
+    result = parse_every_split("Listing.\n" + XML_CALL + "\n</tool_c", [LIST_FILES])
+    assert calls_as_dicts(result) == LISTED
+    assert result.content == "Listing."
+
+
+def test_a_quoted_call_before_a_closing_tag_stays_text() -> None:
+    """A call copied from the conversation is a quote (see `trust`), closer and all."""
+    reply = "The note said:\n" + JSON_CALL + "\n</tool_call>\nShall I run it?"
+    result = parse_every_way(reply, [LIST_FILES], untrusted=["Notes: " + JSON_CALL])
+    assert result.tool_calls == []
+    assert result.content == reply

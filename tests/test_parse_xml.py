@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
+from parser_helpers import (
+    WEATHER,
+    WRITE_FILE,
+    calls_as_dicts,
+    parse_every_split,
+    parse_every_way,
+)
 
 TYPED = {
     "name": "typed",
@@ -179,3 +186,53 @@ def test_unknown_tool_keeps_values_as_strings() -> None:
 def test_multiline_string_values_keep_inner_newlines_and_markup() -> None:
     code = 'def f():\n    return "<b>" + x  # </parameter'
     assert arguments_of(xml_call("write_file", ("content", code))) == {"content": code}
+
+
+QUOTING_VALUES = [
+    "Finish with </function> and </tool_call>; begin with <function=name>.",
+    "Inline tags such as </parameter> or </function> or <parameter=path> are only text here.",
+    "Open with <tool_call> and never close it.",
+    "Write <parameter=content> and then the text.",
+    "Begin with <function=name>, end with </function>; </parameter> closes a value.",
+    "A quoted <function=x> then a line break\nand </parameter> inline.",
+]
+
+
+@pytest.mark.parametrize("content", QUOTING_VALUES)
+@pytest.mark.parametrize("wrapped", [True, False])
+@pytest.mark.parametrize("after", ["", "\nThe file is written.", "<|im_end|>"])
+def test_a_value_that_quotes_the_syntax_is_read_to_its_own_close(
+    content: str, wrapped: bool, after: str
+) -> None:
+    """A file about the syntax (documentation, code) holds its tags as text, closed or not:
+    the value ends at the `</parameter>` that the rest of the block confirms, and the real
+    closing tags never become part of it."""
+    text = xml_call("write_file", ("path", "syntax.md"), ("content", content), wrapped=wrapped)
+    result = parse_every_split(text + after, TOOLS)
+    if not wrapped and after.startswith("\n") and _leaves_a_quote_open(content):
+        # Without the block around the call, nothing after `</function>` tells whether it
+        # closed the call or the quote: a guess, so the call is invalid, never wrong.
+        assert result.tool_calls == []
+        assert len(result.invalid_tool_calls) == 1
+        return
+    assert result.invalid_tool_calls == []
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "syntax.md", "content": content}}
+    ]
+    assert result.content == after.strip() if after != "<|im_end|>" else result.content == ""
+
+
+def _leaves_a_quote_open(value: str) -> bool:
+    """Whether a call written as text in `value` is opened and not closed by its end."""
+    depth = 0
+    for tag in re.findall(r"<function=|<tool_call>|</function>|</tool_call>", value):
+        depth = depth + 1 if not tag.startswith("</") else max(depth - 1, 0)
+    return depth > 0
+
+
+def test_a_parameter_tag_for_a_parameter_given_already_is_text() -> None:
+    """`<parameter=path>` after `path` was given opens nothing: the call cannot give a
+    parameter twice, so it is no forgotten `</parameter>` either."""
+    content = "see <parameter=path>\nand <parameter=content> here"
+    text = xml_call("write_file", ("path", "a.md"), ("content", content))
+    assert arguments_of(text) == {"path": "a.md", "content": content}

@@ -34,7 +34,11 @@ States:
 - JSON_TEXT  a JSON object that turned out not to be a call: text until it closes, so tags
              inside its strings stay text.
 - TAIL       after a tentative call: whitespace (and, between calls without tags, `;`) is
-             held; what comes next decides.
+             held; what comes next decides. A block's closing tag there closes the call
+             (the model left its opening tag out): markup, and the call is confirmed.
+- AFTER_CALL after a `<function=...>` call written without its block's opening tag:
+             whitespace is held; a block's closing tag there is markup too. Anything else
+             is CONTENT.
 - TOOLS      `<tools>` (tentative): calls only if everything in it is strictly
              `{"name": <bound tool>, "arguments": {...}}` up to `</tools>`, else text (an
              echoed system prompt).
@@ -98,6 +102,7 @@ class State(IdentityEnum):
     TAGLESS = enum.auto()
     JSON_TEXT = enum.auto()
     TAIL = enum.auto()
+    AFTER_CALL = enum.auto()
     TOOLS = enum.auto()
     AFTER_END = enum.auto()
 
@@ -256,6 +261,7 @@ class StreamParser:
         self._fence_counting = False
         self._fence_head = 0  # FENCE_HEAD: characters of the info line read (-1: line ended)
         self._echo_calls = 0  # TOOLS: objects read as calls so far
+        self._after_call_space = ""  # AFTER_CALL: whitespace the call's reader read past it
 
     # -- public API -----------------------------------------------------------------------
 
@@ -766,8 +772,12 @@ class StreamParser:
         assert reader is not None
         new_pos = reader.feed(buf, pos)
         if reader.finished:
+            opener_left_out = isinstance(reader, XmlCallReader) and not reader.wrapped
             new_pos = self._end_block(new_pos, reader.end_token)
-            if reader.trailing and self._state is State.CONTENT:
+            if opener_left_out and self._state is State.CONTENT:
+                self._after_call_space = reader.trailing
+                self._state = State.AFTER_CALL
+            elif reader.trailing and self._state is State.CONTENT:
                 self._text(reader.trailing)
         return new_pos
 
@@ -1002,8 +1012,14 @@ class StreamParser:
             closer = self._closers.match(buf, pos) if ch == "<" else None
             if isinstance(closer, NeedMore):
                 return pos
-            if closer is not None:
-                return closer[1]  # a closing tag whose opening tag the model left out
+            if closer is not None:  # it closes the call, whose opening tag was left out
+                self._settle_tentative()
+                if self._state is State.TAIL:  # a call, and the tag its markup
+                    self._boundary()
+                    self._segment_has_text = False
+                    self._state = State.CONTENT
+                    return closer[1]
+                return pos  # a quote: the tag is text
         else:
             found = self._reasoning_tags.match(buf, pos) if buf[pos] == "<" else None
             if isinstance(found, NeedMore):
@@ -1019,6 +1035,22 @@ class StreamParser:
             if token is not None:
                 return self._end_of_turn(token[1])
         self._reject()
+        return pos
+
+    def _in_after_call(self, buf: str, pos: int) -> int:
+        start = _skip_whitespace(buf, pos)
+        if start == len(buf):
+            return pos  # held: what follows decides
+        closer = self._closers.match(buf, start) if buf[start] == "<" else None
+        if isinstance(closer, NeedMore):
+            return pos
+        self._state = State.CONTENT
+        if closer is not None:  # the call's block closes, its opening tag left out
+            self._after_call_space = ""
+            self._boundary()
+            return closer[1]
+        self._text(self._after_call_space)
+        self._after_call_space = ""
         return pos
 
     def _in_tools(self, buf: str, pos: int) -> int:
@@ -1086,6 +1118,9 @@ class StreamParser:
             self._think(held)
         elif state is State.TAIL:
             self._tail_at_end(held)
+        elif state is State.AFTER_CALL:
+            if not self._closers.kind_prefixed_by(held.strip()):  # not a closing tag cut off
+                self._text(self._after_call_space + held)
         elif state is State.AFTER_END:
             self._in_after_end(held, 0)
         else:
@@ -1142,6 +1177,7 @@ StreamParser.HANDLERS = {
     State.TAGLESS: StreamParser._in_tagless,
     State.JSON_TEXT: StreamParser._in_json_text,
     State.TAIL: StreamParser._in_tail,
+    State.AFTER_CALL: StreamParser._in_after_call,
     State.TOOLS: StreamParser._in_tools,
     State.AFTER_END: StreamParser._in_after_end,
 }

@@ -55,6 +55,9 @@ _NAME_ATTRIBUTE = re.compile(r"""\s*name\s*=\s*["']?([^"'\s>]*)["']?\s*""")
 # whitespace, `=` or brackets it is a mangled tag, and its value would be a guess.
 _PARAMETER_NAME = re.compile(r"""[^\s<>="'{}\[\]]+""")
 _MAX_HEAD = 256  # a tag head longer than this without its `>` is malformed
+# How far past a `</parameter>` read inside quotes the closing tags that may make it the
+# value's own are looked for (whitespace and tags; held back meanwhile).
+_MAX_CLOSE_RUN = 256
 
 
 class _State(IdentityEnum):
@@ -91,7 +94,7 @@ class XmlCallReader(CallReader[_State]):
         self, emitter: CallEmitter, toolbox: Toolbox, block: Block, *, wrapped: bool
     ) -> None:
         super().__init__(emitter, toolbox, block, _State.BETWEEN)
-        self._wrapped = wrapped
+        self.wrapped = wrapped
         tokens = dict.fromkeys(END_TOKENS, _Tag.TOKEN)
         closing = {block.close: _Tag.BLOCK_CLOSE} if block.close is not None else {}
         self._between_tags = TagMatcher(
@@ -157,7 +160,13 @@ class XmlCallReader(CallReader[_State]):
             self._settle_call(self._pending_end)
             return
         if state is _State.VALUE:
-            if _is_cut_closing_tag(rest, self._value_tags):
+            if (
+                self._nesting
+                and rest.startswith("</parameter>")
+                and self._closes_past_quotes(rest, len("</parameter>"), ended=True) is True
+            ):
+                self._close_param(own_tag=True)
+            elif _is_cut_closing_tag(rest, self._value_tags):
                 self._close_param(own_tag=False)
             else:
                 call.fail_later(TRUNCATED)
@@ -339,6 +348,13 @@ class XmlCallReader(CallReader[_State]):
             kind, end = found
             if kind is _Tag.NEST:
                 self._nesting += 1
+            elif self._nesting and kind is _Tag.PARAMETER_CLOSE:
+                own = self._closes_past_quotes(text, end)
+                if isinstance(own, NeedMore):
+                    return lt
+                if own:
+                    self._close_param(own_tag=True)
+                    return end
             elif self._nesting and kind is not _Tag.TOKEN:
                 if kind is _Tag.FUNCTION_CLOSE or kind is _Tag.BLOCK_CLOSE:
                     self._nesting -= 1
@@ -360,7 +376,7 @@ class XmlCallReader(CallReader[_State]):
                 head = _read_head(text, end)
                 if isinstance(head, NeedMore):
                     return lt
-                if isinstance(head, tuple) and self._is_parameter(head[0]):
+                if isinstance(head, tuple) and self._is_next_parameter(head[0]):
                     self._close_param(own_tag=False)
                     return lt
             self._value_text(text[lt:end])
@@ -431,6 +447,37 @@ class XmlCallReader(CallReader[_State]):
         call = self._call
         assert call is not None
         return self._toolbox.knows_parameter(call.name or "", name)
+
+    def _is_next_parameter(self, name: str) -> bool:
+        """Whether `<parameter=name>` with no `</parameter>` before it opens the call's next
+        parameter: one of its tool's, and not one the call already has (the value being
+        read included); otherwise it is text of the value."""
+        return name not in self._seen and self._is_parameter(name)
+
+    def _closes_past_quotes(self, text: str, at: int, *, ended: bool = False) -> bool | NeedMore:
+        """A `</parameter>` read inside quotes (a `<function=name>` written as text in the
+        value and never closed), ending at `at`: whether it closes the value after all. It
+        does when the closing tags after it (with only whitespace between) begin with
+        `</function>` and either outnumber the quotes left open or end the reply (`ended`:
+        `text` is all that is left of it): no quote is left for them to close, so they close
+        the call and its block."""
+        closers: list[_Tag] = []
+        pos = at
+        while True:
+            pos = _skip_whitespace(text, pos)
+            if pos - at > _MAX_CLOSE_RUN:
+                return False
+            found = self._function_tags.match(text, pos) if pos < len(text) else NEED_MORE
+            if isinstance(found, NeedMore) and not ended:
+                return found
+            if found is None or (isinstance(found, tuple) and found[0] is _Tag.PARAMETER):
+                return False
+            if isinstance(found, tuple) and found[0] is not _Tag.TOKEN:
+                closers.append(found[0])
+                if len(closers) <= self._nesting:
+                    pos = found[1]
+                    continue
+            return closers[:1] == [_Tag.FUNCTION_CLOSE]
 
     def _value_text(self, text: str) -> None:
         if not text:
@@ -517,7 +564,7 @@ class XmlCallReader(CallReader[_State]):
         self._state = _State.BETWEEN
         if closed_by is not _Tag.FUNCTION_CLOSE:
             self._end_block(closed_by)
-        elif not self._wrapped:
+        elif not self.wrapped:
             self.finished = True
 
 
