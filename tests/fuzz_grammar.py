@@ -487,7 +487,7 @@ def _xml_call(b: _Builder, *, wrapped: bool) -> tuple[str, ExpectedCall]:
         args["path"] = b.marker(_VALUE_CHARS)
         params.append(("path", args["path"]))
         content = b.words(_VALUE_CHARS, [" ", "\n", "  \n"])
-        extra = b.c.integer(0, 9)
+        extra = b.c.integer(0, 14)
         untyped: dict[str, Any] = {}
         if extra == 0:
             content += " </parameter> " + b.marker(_VALUE_CHARS)
@@ -507,6 +507,8 @@ def _xml_call(b: _Builder, *, wrapped: bool) -> tuple[str, ExpectedCall]:
             city = b.marker(_VALUE_CHARS)
             untyped = {"content": content, "city": city}
             content += "\n<parameter=city>\n" + city
+        elif extra <= 8:
+            content += _quoting_the_syntax(b, extra - 5, wrapped=wrapped)
         args["content"] = content
         params.append(("content", content))
     head = f"<function={tool}>" if chance(b.c, 85) else f'<function name="{tool}">'
@@ -515,7 +517,7 @@ def _xml_call(b: _Builder, *, wrapped: bool) -> tuple[str, ExpectedCall]:
     for index, (key, value) in enumerate(params):
         body += f"<parameter={key}>{nl}{value}{nl}"
         last = index == len(params) - 1
-        closed = not (last and "</" not in value and chance(b.c, 10))
+        closed = not (last and "<" not in value and chance(b.c, 10))
         if closed:
             body += "</parameter>" + nl  # else left out before `</function>`: documented
     body += "</function>"
@@ -527,6 +529,33 @@ def _xml_call(b: _Builder, *, wrapped: bool) -> tuple[str, ExpectedCall]:
         expected.untyped.update(untyped)
     b.end_call()
     return (f"<tool_call>{nl}{body}{nl}</tool_call>" if wrapped else body), expected
+
+
+def _quoting_the_syntax(b: _Builder, kind: int, *, wrapped: bool) -> str:
+    """Prose about the call syntax, inside a value (a file about the format): its tags are
+    text. A quoted call left open (`<function=name>` never closed) is only told apart from
+    the value's own close by the block's closing tag after it, so unwrapped calls get no
+    such quote."""
+    if kind == 0 or (kind == 3 and not wrapped):
+        # Each quoted tag is followed by words on its line, as prose has it.
+        return (
+            f" Inline tags such as </parameter> {b.marker(_VALUE_CHARS)} or </function> or "
+            f"<parameter=path> or <parameter=content> {b.marker(_VALUE_CHARS)}"
+        )
+    if kind == 1:
+        return (
+            f" Begin with <function=name>, {b.marker(_VALUE_CHARS)} end with </function>; "
+            f"</parameter> {b.marker(_VALUE_CHARS)} closes a value"
+        )
+    if kind == 2:
+        return (
+            f" <function=get_weather><parameter=city>{b.marker(_VALUE_CHARS)}</parameter>"
+            f"</function> {b.marker(_VALUE_CHARS)}"
+        )
+    return (
+        f" Finish with </function> and </tool_call>; {b.marker(_VALUE_CHARS)} begin with "
+        f"<function=name>. {b.marker(_VALUE_CHARS)}"
+    )
 
 
 # -- pythonic calls -------------------------------------------------------------------------
@@ -710,8 +739,25 @@ def _xml_block(b: _Builder) -> None:
     wrapped = chance(b.c, 80)
     text, call = _xml_call(b, wrapped=wrapped)
     call.must_parse = True
+    if not wrapped and chance(b.c, 30):
+        # The block's opening tag left out, its closing tag written: markup.
+        text += pick(b.c, ["</tool_call>", "\n</tool_call>", "\n\n</function_call>"])
     trailing = "\n" if text.endswith("</function>\n") else ""
     b.add(text, CALL, "xml_call", layout=[BOUNDARY, trailing] if trailing else None)
+
+
+def _bare_json_closed(b: _Builder) -> None:
+    """A call without its opening tag, closed by `</tool_call>`: the closing tag makes it a
+    call wherever it stands, and is markup."""
+    b.newline()
+    call = _json_call(b)
+    bound = call.call.name in ("get_weather", "write_file")
+    call.call.must_parse = call.clean and not call.flat and bound
+    closer = pick(b.c, ["\n</tool_call>", "</tool_call>"])
+    if call.call.must_parse:
+        b.add(call.body + closer, CALL, "bare_json_call")
+    else:
+        _add_tagless(b, call.body + closer, "bare_json_closed", accepted=False)
 
 
 def _bare_json(b: _Builder) -> None:
@@ -821,6 +867,7 @@ _MIDDLE = [
     (_think, 2),
     (_json_block, 5),
     (_xml_block, 3),
+    (_bare_json_closed, 1),
     (_pythonic_block, 3),
     (_python_tag, 1),
     (_inline_code, 1),

@@ -54,3 +54,20 @@ def test_separate_sets_two_think_blocks_apart() -> None:
     channel.separate("\n\n")
     channel.write("  two")
     assert "".join(channel.parts) == "one\n\ntwo"
+
+
+def test_whitespace_handed_over_and_back_is_laid_out_as_if_kept() -> None:
+    """A call without tags holds the whitespace before it (`take_pending`) until it is known
+    to be a call; confirmed, the channel lays it out as `boundary` would have."""
+    for handed_over in (False, True):
+        channel = TextChannel()
+        channel.write("A")
+        channel.boundary()  # a call block
+        channel.write("\n")
+        if handed_over:
+            channel.boundary_after(channel.take_pending())  # a call without tags
+        else:
+            channel.boundary()
+        channel.write("B")
+        channel.finish()
+        assert "".join(channel.parts) == "AB"

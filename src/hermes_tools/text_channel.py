@@ -90,8 +90,9 @@ class TextChannel:
         self._after_boundary = True
 
     def boundary_after(self, run: str) -> None:
-        """Markup was removed here, and `run` (handed over by `take_pending`) preceded it."""
-        if self.started and run:
+        """Markup was removed here, and `run` (handed over by `take_pending`) preceded it:
+        as `boundary` with `run` pending."""
+        if self.started and run and not self._after_boundary:
             self._dropped = run
         self._pending = []
         self._after_boundary = True

@@ -78,10 +78,16 @@ class _Tag(IdentityEnum):
     BLOCK_CLOSE = enum.auto()
     REOPEN = enum.auto()  # the block's opening tag
     NEST = enum.auto()  # inside a value: the start of a call written as text
+    UNNEST = enum.auto()  # inside a value: another block's closing tag, closing such a call
     TOKEN = enum.auto()  # an end-of-turn token
 
 
 _CLOSERS = (_Tag.PARAMETER_CLOSE, _Tag.FUNCTION_CLOSE, _Tag.BLOCK_CLOSE)
+_UNNESTING = (_Tag.FUNCTION_CLOSE, _Tag.BLOCK_CLOSE, _Tag.UNNEST)
+# The blocks calls are written in, whatever this reader's block: quoted in a value, they
+# open and close a call written as text.
+_QUOTED_BLOCKS = ("<tool_call>", "<function_call>")
+_QUOTED_BLOCK_CLOSES = ("</tool_call>", "</function_call>")
 # The closing tags of every call block: `</function>` followed by one is structure.
 _ANY_BLOCK_CLOSE = TagMatcher({"</tool_call>": True, "</function_call>": True})
 
@@ -106,6 +112,14 @@ class XmlCallReader(CallReader[_State]):
         self._function_tags = TagMatcher(
             {"<parameter=": _Tag.PARAMETER, "</function>": _Tag.FUNCTION_CLOSE} | closing | tokens
         )
+        # After a `</parameter>` read inside quotes: the tags that may close the call (a
+        # call without its block may still be followed by a block's closing tag).
+        self._close_run_tags = TagMatcher(
+            {"<parameter=": _Tag.PARAMETER, "</function>": _Tag.FUNCTION_CLOSE}
+            | dict.fromkeys(_QUOTED_BLOCK_CLOSES, _Tag.BLOCK_CLOSE)
+            | closing
+            | tokens
+        )
         self._value_tags = TagMatcher(
             {
                 "</parameter>": _Tag.PARAMETER_CLOSE,
@@ -115,6 +129,8 @@ class XmlCallReader(CallReader[_State]):
                 "<function ": _Tag.NEST,
                 block.open: _Tag.NEST,
             }
+            | dict.fromkeys(_QUOTED_BLOCKS, _Tag.NEST)
+            | dict.fromkeys(_QUOTED_BLOCK_CLOSES, _Tag.UNNEST)
             | closing
             | tokens
         )
@@ -356,8 +372,10 @@ class XmlCallReader(CallReader[_State]):
                     self._close_param(own_tag=True)
                     return end
             elif self._nesting and kind is not _Tag.TOKEN:
-                if kind is _Tag.FUNCTION_CLOSE or kind is _Tag.BLOCK_CLOSE:
+                if kind in _UNNESTING:
                     self._nesting -= 1
+            elif kind is _Tag.UNNEST:
+                pass  # no quoted call is open: text
             elif kind in _CLOSERS:
                 self._pending_kind = kind
                 self._pending_text = [text[lt:end]]
@@ -467,7 +485,7 @@ class XmlCallReader(CallReader[_State]):
             pos = _skip_whitespace(text, pos)
             if pos - at > _MAX_CLOSE_RUN:
                 return False
-            found = self._function_tags.match(text, pos) if pos < len(text) else NEED_MORE
+            found = self._close_run_tags.match(text, pos) if pos < len(text) else NEED_MORE
             if isinstance(found, NeedMore) and not ended:
                 return found
             if found is None or (isinstance(found, tuple) and found[0] is _Tag.PARAMETER):
