@@ -236,3 +236,14 @@ def test_a_parameter_tag_for_a_parameter_given_already_is_text() -> None:
     content = "see <parameter=path>\nand <parameter=content> here"
     text = xml_call("write_file", ("path", "a.md"), ("content", content))
     assert arguments_of(text) == {"path": "a.md", "content": content}
+
+
+def test_a_quoted_call_in_any_block_tag_stays_text_whatever_the_call_tag() -> None:
+    """With another call tag taught, a `<tool_call>` block quoted in a value still opens
+    and closes a quoted call: its `</tool_call>` does not close the call around it."""
+    inner = xml_call("get_weather", ("city", "Oslo"))
+    text = xml_call("write_file", ("path", "a.md"), ("content", inner + "\nmore"), wrapped=False)
+    result = parse_every_split(text, TOOLS, call_tag="fn")
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "a.md", "content": inner + "\nmore"}}
+    ]
