@@ -428,7 +428,7 @@ def test_an_empty_reply_cut_by_max_tokens_is_not_asked_again(
     assert len(server.bodies()) == 1
 
 
-# -- calls with values nobody said (see hermes_tools.grounding) ------------------------------------
+# -- calls with values nobody said (see hermes_tools._tools.grounding) ------------------------------------
 
 SMALL_TALK = [{"role": "user", "content": "Hi there! How are you today?"}]
 LONDON = FIXED.replace("Paris", "London")

@@ -12,7 +12,7 @@ from openai import OpenAI
 import hermes_tools
 from endpoint_helpers import QUESTION, TOOLS
 from hermes_tools import ToolDefinitionError
-from hermes_tools.schema_check import check_arguments
+from hermes_tools._tools.schema_check import check_arguments
 from scripted_server import Reply, ScriptedServer
 from test_endpoint_repair import both_ways, same_answer
 
@@ -111,7 +111,7 @@ def test_messages_name_the_place_and_the_problem() -> None:
     assert len(huge) < 400
 
 
-# -- fits: calls whose meaning is plain are made to fit (hermes_tools.argument_fit) ------------
+# -- fits: calls whose meaning is plain are made to fit (hermes_tools._tools.argument_fit) ------------
 
 
 def _calls(message: Any) -> list[tuple[str, dict[str, Any]]]:

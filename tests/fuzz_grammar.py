@@ -17,7 +17,7 @@ case records where each marker belongs:
 
 When nothing was mutated and no segment's meaning is in doubt, the case also knows the exact
 content a user must see (`Case.layout`: the text segments and where markup was removed, laid
-out by the documented rule of `hermes_tools.text_channel`).
+out by the documented rule of `hermes_tools._parse.text_channel`).
 
 A mutation at position p makes every segment that ends near or after p (and every segment
 whose meaning depends on what follows it) ANY. One grammar drives both the hypothesis test

@@ -44,7 +44,7 @@ from hermes_tools import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.text_channel import TextChannel
+from hermes_tools._parse.text_channel import TextChannel
 from parser_helpers import coalesce, numbered_ids
 
 OPTION_SETS: dict[str, dict[str, Any]] = {

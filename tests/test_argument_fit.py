@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_tools.argument_fit import MAX_CALLS_FROM_A_LIST, fit_arguments
-from hermes_tools.schema_check import check_arguments
+from hermes_tools._tools.argument_fit import MAX_CALLS_FROM_A_LIST, fit_arguments
+from hermes_tools._tools.schema_check import check_arguments
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_tools.grounding import Grounding, without_examples
+from hermes_tools._tools.grounding import Grounding, without_examples
 
 UNITS = {
     "parameters": {"properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_tools import json_calls, pythonic_calls, xml_calls
-from hermes_tools.stream_parser import State, StreamParser
+from hermes_tools._parse.parser import State, StreamParser
+from hermes_tools._parse.readers import json_calls, pythonic_calls, xml_calls
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_tools.text_channel import TextChannel
+from hermes_tools._parse.text_channel import TextChannel
 
 MARKUP = None  # a boundary in a script
 

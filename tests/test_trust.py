@@ -12,7 +12,7 @@ import json
 import pytest
 
 from hermes_tools import HermesFormat, StreamParser, parse
-from hermes_tools.trust import QuotedCalls, conversation_texts
+from hermes_tools._tools.trust import QuotedCalls, conversation_texts
 from parser_helpers import calls_as_dicts, chunks_of, parse_every_way
 
 SEND_MONEY = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tools import legacy_template
-from hermes_tools.prompt import JSON_INSTRUCTIONS, PREAMBLE
+from hermes_tools._render.prompt import JSON_INSTRUCTIONS, PREAMBLE
 
 QWEN_TEMPLATE = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"

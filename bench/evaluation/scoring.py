@@ -109,7 +109,7 @@ def made_up_reached_user(outcome: Outcome) -> bool:
     return MADE_UP_RESULT.search(outcome.content) is not None
 
 
-# The grounding check's reason for asking again (hermes_tools.grounding).
+# The grounding check's reason for asking again (hermes_tools._tools.grounding).
 UNGROUNDED = "nobody in this conversation said"
 
 

@@ -13,6 +13,7 @@ code that only parses loads the parser alone.
 
 from __future__ import annotations
 
+from hermes_tools._parse.parser import ParserClosedError, StreamParser, parse
 from hermes_tools.errors import (
     FormatOptionError,
     HermesToolsError,
@@ -33,15 +34,14 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.stream_parser import ParserClosedError, StreamParser, parse
 
 TYPE_CHECKING = False  # `typing` is not imported at runtime: see `no_typing`
 if TYPE_CHECKING:
     from typing import Any
 
+    from hermes_tools._render.prompt import legacy_template
     from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
     from hermes_tools.format import HermesFormat
-    from hermes_tools.prompt import legacy_template
 
 # Names imported on first use, and the module each comes from.
 _LAZY = {
@@ -49,7 +49,7 @@ _LAZY = {
     "HermesOpenAI": "hermes_tools.client",
     "wrap": "hermes_tools.client",
     "HermesFormat": "hermes_tools.format",
-    "legacy_template": "hermes_tools.prompt",
+    "legacy_template": "hermes_tools._render.prompt",
 }
 
 

@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes_tools.conversation import RenderOptions, render_conversation
+from hermes_tools._parse.parser import StreamParser, new_call_id
+from hermes_tools._parse.tags import check_tag_name
+from hermes_tools._render.conversation import RenderOptions, render_conversation
+from hermes_tools._render.prompt import SYNTAXES, Syntax, ToolChoice, system_prompt, tool_choice
+from hermes_tools._tools.toolbox import Toolbox
+from hermes_tools._tools.trust import QuotedCalls
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.events import ParseResult
-from hermes_tools.prompt import SYNTAXES, Syntax, ToolChoice, system_prompt, tool_choice
-from hermes_tools.stream_parser import StreamParser, new_call_id
-from hermes_tools.tags import check_tag_name
-from hermes_tools.tools import Toolbox
-from hermes_tools.trust import QuotedCalls
 
 FORMAT_OPTIONS = (
     "syntax",

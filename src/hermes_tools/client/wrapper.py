@@ -17,7 +17,7 @@ import httpx
 from openai import APIError, AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools.client.session import CompletionSession, uses_tools
+from hermes_tools._policy.session import CompletionSession, uses_tools
 from hermes_tools.errors import (
     FormatOptionError,
     HermesToolsError,

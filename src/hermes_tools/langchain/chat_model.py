@@ -35,7 +35,7 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import AliasChoices, ConfigDict, Field, SecretStr, model_validator
 
-from hermes_tools.adapter_settings import HermesSettings
+from hermes_tools._adapters.settings import HermesSettings
 from hermes_tools.langchain.convert import ChunkTranslator, chat_result, to_openai_messages
 from hermes_tools.langchain.errors import async_langchain_errors, langchain_errors
 

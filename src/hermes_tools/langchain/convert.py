@@ -34,7 +34,7 @@ from langchain_core.utils.pydantic import is_basemodel_subclass
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel
 
-from hermes_tools.client.reply import never_parses
+from hermes_tools._policy.reply import never_parses
 
 MODEL_PROVIDER = "hermes"
 

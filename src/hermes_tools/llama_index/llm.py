@@ -36,7 +36,7 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import ToolOutput, ToolSelection
 from llama_index.core.tools.calling import acall_tool_with_selection, call_tool_with_selection
 
-from hermes_tools.adapter_settings import HermesSettings
+from hermes_tools._adapters.settings import HermesSettings
 from hermes_tools.client.lazy import build_async, build_sync
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
 from hermes_tools.llama_index.convert import (

@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, ToolSchemaError
-from hermes_tools.tools import tool_spec
 
 
 class RequestRejected(Exception):

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._parse.json_text.limits import (
+    ArgumentsProblem,
+    decode_arguments,
+    decode_arguments_at,
+)
+from hermes_tools._tools.toolbox import Toolbox, is_tool_name
 from hermes_tools.events import InvalidToolCall, ToolCall
-from hermes_tools.json_lexer import canonical
-from hermes_tools.json_limits import ArgumentsProblem, decode_arguments, decode_arguments_at
-from hermes_tools.tools import Toolbox, is_tool_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
-    from hermes_tools.block_text import BlockText
+    from hermes_tools._parse.block_text import BlockText
 
     # A protocol: only mypy needs the class.
     class CallEmitter(Protocol):

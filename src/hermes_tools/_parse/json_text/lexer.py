@@ -21,7 +21,7 @@ import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
 
-from hermes_tools.json_limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
+from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

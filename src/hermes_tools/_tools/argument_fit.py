@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_tools.schema_check import check_arguments
-from hermes_tools.schema_values import value_types
-from hermes_tools.tools import resolve_ref
+from hermes_tools._tools.schema_check import check_arguments
+from hermes_tools._tools.schema_values import value_types
+from hermes_tools._tools.toolbox import resolve_ref
 
 MAX_CALLS_FROM_A_LIST = 10
 _ONE_VALUE_TYPES = frozenset({"string", "number", "integer", "boolean"})

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-from hermes_tools.json_limits import MAX_INT_DIGITS, value_problem
-from hermes_tools.repairs import faithful_repair
+from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS, value_problem
+from hermes_tools._parse.json_text.repairs import faithful_repair
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -27,16 +27,16 @@ from typing import Any
 from openai import NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools.client.reply import CallPolicy, ChoiceReply, Delta
-from hermes_tools.conversation import RESULT_HEAD
+from hermes_tools._parse.json_answer import json_answer_instructions
+from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._policy.reply import CallPolicy, ChoiceReply, Delta
+from hermes_tools._render.conversation import RESULT_HEAD
+from hermes_tools._tools.grounding import Grounding, without_examples
+from hermes_tools._tools.toolbox import Toolbox
+from hermes_tools._tools.trust import QuotedCalls, conversation_texts
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
-from hermes_tools.grounding import Grounding, without_examples
-from hermes_tools.json_answer import json_answer_instructions
-from hermes_tools.json_lexer import canonical
-from hermes_tools.tools import Toolbox
-from hermes_tools.trust import QuotedCalls, conversation_texts
 
 _TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")

@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
 from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
-from hermes_tools.prompt import Syntax
 
 
 class HermesSettings(BaseModel):

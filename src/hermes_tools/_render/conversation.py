@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hermes_tools._parse.parser import parse
+from hermes_tools._render.neutralize import neutralize_json, neutralize_text
+from hermes_tools._render.prompt import Syntax
 from hermes_tools.errors import MessageFormatError
-from hermes_tools.neutralize import neutralize_json, neutralize_text
-from hermes_tools.prompt import Syntax
-from hermes_tools.stream_parser import parse
 
 Part = dict[str, Any]
 

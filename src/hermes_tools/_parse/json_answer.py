@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from hermes_tools.json_lexer import canonical, repair
+from hermes_tools._parse.json_text.lexer import canonical, repair
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n?```", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)

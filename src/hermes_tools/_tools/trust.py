@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-from hermes_tools.repairs import words
+from hermes_tools._parse.json_text.repairs import words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

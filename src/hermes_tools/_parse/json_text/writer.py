@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from json.encoder import encode_basestring
 
-from hermes_tools.json_lexer import canonical
+from hermes_tools._parse.json_text.lexer import canonical
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,16 +13,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 
-from hermes_tools.block_text import BlockText
+from hermes_tools._parse.block_text import BlockText
+from hermes_tools._parse.tags import END_TOKENS, BlockEnd, NeedMore, TagMatcher
 from hermes_tools.records import Record, set_field
-from hermes_tools.tags import END_TOKENS, BlockEnd, NeedMore, TagMatcher
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar, Generic, TypeVar
 
-    from hermes_tools.pending_call import CallEmitter
-    from hermes_tools.tools import Toolbox
+    from hermes_tools._parse.pending_call import CallEmitter
+    from hermes_tools._tools.toolbox import Toolbox
 else:
     from hermes_tools.no_typing import Generic, TypeVar
 

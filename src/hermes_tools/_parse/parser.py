@@ -64,7 +64,17 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
-from hermes_tools.call_reader import Block
+from hermes_tools._parse.identity_enum import IdentityEnum
+from hermes_tools._parse.json_text.lexer import JsonLexer
+from hermes_tools._parse.pending_call import TRUNCATED
+from hermes_tools._parse.readers.driver import Block
+from hermes_tools._parse.readers.json_calls import SHAPE_KEYS, JsonCallReader
+from hermes_tools._parse.readers.pythonic_calls import PythonicCallReader, starts_pythonic
+from hermes_tools._parse.readers.xml_calls import XmlCallReader
+from hermes_tools._parse.tags import END_TOKENS, NeedMore, Tag, TagMatcher, check_tag_name, cut_off
+from hermes_tools._parse.text_channel import TextChannel
+from hermes_tools._tools.toolbox import Toolbox
+from hermes_tools._tools.trust import QuotedCalls
 from hermes_tools.errors import HermesToolsError, WrongTypeError
 from hermes_tools.events import (
     Event,
@@ -77,16 +87,6 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.identity_enum import IdentityEnum
-from hermes_tools.json_calls import SHAPE_KEYS, JsonCallReader
-from hermes_tools.json_lexer import JsonLexer
-from hermes_tools.pending_call import TRUNCATED
-from hermes_tools.pythonic_calls import PythonicCallReader, starts_pythonic
-from hermes_tools.tags import END_TOKENS, NeedMore, Tag, TagMatcher, check_tag_name, cut_off
-from hermes_tools.text_channel import TextChannel
-from hermes_tools.tools import Toolbox
-from hermes_tools.trust import QuotedCalls
-from hermes_tools.xml_calls import XmlCallReader
 
 
 class State(IdentityEnum):

@@ -22,21 +22,21 @@ from __future__ import annotations
 import enum
 import re
 
-from hermes_tools.call_reader import Block, CallReader
-from hermes_tools.identity_enum import IdentityEnum
-from hermes_tools.json_lexer import MISSING_VALUE, JsonLexer, NullSink, repair
-from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.partial_json import value_at
-from hermes_tools.pending_call import TRUNCATED, PendingCall
-from hermes_tools.repairs import faithful_repair, usable_reading
-from hermes_tools.tags import BlockEnd, NeedMore, cut_off
-from hermes_tools.tools import Toolbox
+from hermes_tools._parse.identity_enum import IdentityEnum
+from hermes_tools._parse.json_text.lexer import MISSING_VALUE, JsonLexer, NullSink, repair
+from hermes_tools._parse.json_text.partial import value_at
+from hermes_tools._parse.json_text.repairs import faithful_repair, usable_reading
+from hermes_tools._parse.json_text.writer import CanonicalWriter
+from hermes_tools._parse.pending_call import TRUNCATED, PendingCall
+from hermes_tools._parse.readers.driver import Block, CallReader
+from hermes_tools._parse.tags import BlockEnd, NeedMore, cut_off
+from hermes_tools._tools.toolbox import Toolbox
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from hermes_tools.pending_call import CallEmitter
+    from hermes_tools._parse.pending_call import CallEmitter
 
 _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
 _ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args"})

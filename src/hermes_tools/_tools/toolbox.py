@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from hermes_tools._tools.schema_check import check_arguments, check_schema
 from hermes_tools.errors import ToolDefinitionError
 from hermes_tools.records import Record, set_field
-from hermes_tools.schema_check import check_arguments, check_schema
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

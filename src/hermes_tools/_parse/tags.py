@@ -11,8 +11,8 @@ import enum
 import re
 from collections.abc import Mapping
 
+from hermes_tools._parse.identity_enum import IdentityEnum
 from hermes_tools.errors import FormatOptionError
-from hermes_tools.identity_enum import IdentityEnum
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -22,17 +22,17 @@ from __future__ import annotations
 import enum
 import re
 
-from hermes_tools.call_reader import Block, CallReader
-from hermes_tools.identity_enum import IdentityEnum
-from hermes_tools.json_lexer import JsonLexer
-from hermes_tools.json_writer import CanonicalWriter
-from hermes_tools.pending_call import TRUNCATED, PendingCall
-from hermes_tools.tags import NEED_MORE, BlockEnd, NeedMore
-from hermes_tools.tools import Toolbox
+from hermes_tools._parse.identity_enum import IdentityEnum
+from hermes_tools._parse.json_text.lexer import JsonLexer
+from hermes_tools._parse.json_text.writer import CanonicalWriter
+from hermes_tools._parse.pending_call import TRUNCATED, PendingCall
+from hermes_tools._parse.readers.driver import Block, CallReader
+from hermes_tools._parse.tags import NEED_MORE, BlockEnd, NeedMore
+from hermes_tools._tools.toolbox import Toolbox
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from hermes_tools.pending_call import CallEmitter
+    from hermes_tools._parse.pending_call import CallEmitter
 
 _SEPARATORS = re.compile(r"[\s,;]*")
 _SPACES = re.compile(r"[ \t]*")

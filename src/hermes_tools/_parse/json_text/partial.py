@@ -7,7 +7,7 @@ arrived, a key whose value has not started yet is left out, and nothing is ever 
 
 from __future__ import annotations
 
-from hermes_tools.json_lexer import JsonLexer
+from hermes_tools._parse.json_text.lexer import JsonLexer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

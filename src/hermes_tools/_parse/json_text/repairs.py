@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from hermes_tools.json_lexer import canonical, repair
-from hermes_tools.json_limits import value_problem
+from hermes_tools._parse.json_text.lexer import canonical, repair
+from hermes_tools._parse.json_text.limits import value_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from hermes_tools._tools.toolbox import ToolSpec
 from hermes_tools.errors import FormatOptionError
-from hermes_tools.tools import ToolSpec
 
 Syntax = Literal["json", "qwen3_coder", "pythonic"]
 SYNTAXES: tuple[Syntax, ...] = ("json", "qwen3_coder", "pythonic")

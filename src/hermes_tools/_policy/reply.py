@@ -38,7 +38,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools.argument_fit import fit_arguments
+from hermes_tools._parse.json_answer import extract_json_answer
+from hermes_tools._parse.json_text.lexer import canonical, canonical_pieces
+from hermes_tools._parse.parser import StreamParser, new_call_id
+from hermes_tools._render.prompt import ToolChoice
+from hermes_tools._tools.argument_fit import fit_arguments
+from hermes_tools._tools.grounding import Grounding
+from hermes_tools._tools.toolbox import Toolbox
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -50,12 +56,6 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from hermes_tools.grounding import Grounding
-from hermes_tools.json_answer import extract_json_answer
-from hermes_tools.json_lexer import canonical, canonical_pieces
-from hermes_tools.prompt import ToolChoice
-from hermes_tools.stream_parser import StreamParser, new_call_id
-from hermes_tools.tools import Toolbox
 
 Delta = dict[str, Any]
 # The calls a reply made are kept for a continuation up to this many characters of arguments;
