@@ -110,12 +110,6 @@ def test_results_are_frozen() -> None:
         raise AssertionError("ParseResult must be frozen")
 
 
-def test_the_core_imports_no_heavy_standard_module() -> None:
-    # Not a timing: the modules that made `import hermes_tools` slow (issue 13) stay out of it.
-    loaded = _top_modules_loaded_after("import hermes_tools")
-    assert not loaded & {"typing", "dataclasses", "inspect", "ast", "tokenize"}
-
-
 def test_events_and_results_behave_as_frozen_slotted_values() -> None:
     import copy
     import pickle

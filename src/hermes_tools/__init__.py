@@ -13,6 +13,8 @@ code that only parses loads the parser alone.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from hermes_tools._parse.parser import ParserClosedError, StreamParser, parse
 from hermes_tools.errors import (
     FormatOptionError,
@@ -35,10 +37,7 @@ from hermes_tools.events import (
     ToolCallStart,
 )
 
-TYPE_CHECKING = False  # `typing` is not imported at runtime: see `no_typing`
 if TYPE_CHECKING:
-    from typing import Any
-
     from hermes_tools._render.prompt import legacy_template
     from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
     from hermes_tools.format import HermesFormat

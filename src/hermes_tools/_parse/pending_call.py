@@ -14,6 +14,7 @@ then costs its raw text and its decoded value, not also a copy of its deltas.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_tools._parse.json_text.lexer import canonical
 from hermes_tools._parse.json_text.limits import (
@@ -24,10 +25,7 @@ from hermes_tools._parse.json_text.limits import (
 from hermes_tools._tools.toolbox import Toolbox, is_tool_name
 from hermes_tools.events import InvalidToolCall, ToolCall
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Protocol
-
     from hermes_tools._parse.block_text import BlockText
 
     # A protocol: only mypy needs the class.

@@ -10,15 +10,10 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from hermes_tools._parse.identity_enum import IdentityEnum
 from hermes_tools.errors import FormatOptionError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Final, Generic, TypeVar
-else:
-    from hermes_tools.no_typing import Generic, TypeVar
 
 # End-of-turn tokens some servers leave in the text: the reply ends there.
 END_TOKENS: Final = (

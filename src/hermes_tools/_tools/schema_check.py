@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from hermes_tools.errors import ToolSchemaError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from jsonschema.protocols import Validator
 
 

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS, value_problem
 from hermes_tools._parse.json_text.repairs import faithful_repair
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _CONVERSION_ORDER = ("boolean", "integer", "number", "object", "array")

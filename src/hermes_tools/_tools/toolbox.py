@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from hermes_tools._tools.schema_check import check_arguments, check_schema
 from hermes_tools.errors import ToolDefinitionError
-from hermes_tools.records import Record, set_field
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
@@ -21,16 +18,12 @@ def is_tool_name(name: str) -> bool:
     return TOOL_NAME.fullmatch(name) is not None
 
 
-class ToolSpec(Record):
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
     """One tool, kept in the OpenAI `function` shape it is rendered in."""
 
-    __slots__ = __match_args__ = ("name", "function")
     name: str
     function: dict[str, Any]
-
-    def __init__(self, name: str, function: dict[str, Any]) -> None:
-        set_field(self, "name", name)
-        set_field(self, "function", function)
 
     @property
     def parameters(self) -> dict[str, Any]:

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from hermes_tools._parse.json_text.repairs import words
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class QuotedCalls:

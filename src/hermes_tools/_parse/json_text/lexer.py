@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
+from typing import TYPE_CHECKING
 
 from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, Protocol

@@ -20,8 +20,8 @@ says where its JSON broke, and the model is asked again like for any invalid cal
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

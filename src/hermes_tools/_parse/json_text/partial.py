@@ -7,11 +7,9 @@ arrived, a key whose value has not started yet is left out, and nothing is ever 
 
 from __future__ import annotations
 
-from hermes_tools._parse.json_text.lexer import JsonLexer
+from typing import Any
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from hermes_tools._parse.json_text.lexer import JsonLexer
 
 
 class _ValueBuilder:

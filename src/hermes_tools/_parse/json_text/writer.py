@@ -8,12 +8,9 @@ that decodes to exactly the call's final arguments.
 from __future__ import annotations
 
 from json.encoder import encode_basestring
+from typing import Any
 
 from hermes_tools._parse.json_text.lexer import canonical
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class CanonicalWriter:

@@ -12,35 +12,27 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from hermes_tools._parse.block_text import BlockText
 from hermes_tools._parse.tags import END_TOKENS, BlockEnd, NeedMore, TagMatcher
-from hermes_tools.records import Record, set_field
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, Generic, TypeVar
-
     from hermes_tools._parse.pending_call import CallEmitter
     from hermes_tools._tools.toolbox import Toolbox
-else:
-    from hermes_tools.no_typing import Generic, TypeVar
 
 S = TypeVar("S", bound=enum.Enum)
 K = TypeVar("K")
 
 
-class Block(Record):
+@dataclass(frozen=True, slots=True)
+class Block:
     """The tags around a call block: `close` is None for a block that only an end token or
     the end of the output closes (`<|python_tag|>`)."""
 
-    __slots__ = __match_args__ = ("open", "close")
     open: str
     close: str | None
-
-    def __init__(self, open: str, close: str | None) -> None:
-        set_field(self, "open", open)
-        set_field(self, "close", close)
 
     def ends(self) -> TagMatcher[BlockEnd]:
         tags = dict.fromkeys(END_TOKENS, BlockEnd.TOKEN) | {self.open: BlockEnd.REOPEN}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import TYPE_CHECKING, Any
 
 from hermes_tools._parse.identity_enum import IdentityEnum
 from hermes_tools._parse.json_text.lexer import MISSING_VALUE, JsonLexer, NullSink, repair
@@ -32,10 +33,7 @@ from hermes_tools._parse.readers.driver import Block, CallReader
 from hermes_tools._parse.tags import BlockEnd, NeedMore, cut_off
 from hermes_tools._tools.toolbox import Toolbox
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from hermes_tools._parse.pending_call import CallEmitter
 
 _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})

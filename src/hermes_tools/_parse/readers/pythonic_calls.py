@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import TYPE_CHECKING
 
 from hermes_tools._parse.identity_enum import IdentityEnum
 from hermes_tools._parse.json_text.lexer import JsonLexer
@@ -30,7 +31,6 @@ from hermes_tools._parse.readers.driver import Block, CallReader
 from hermes_tools._parse.tags import NEED_MORE, BlockEnd, NeedMore
 from hermes_tools._tools.toolbox import Toolbox
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hermes_tools._parse.pending_call import CallEmitter
 

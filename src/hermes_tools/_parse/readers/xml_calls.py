@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import TYPE_CHECKING
 
 from hermes_tools._parse.identity_enum import IdentityEnum
 from hermes_tools._parse.json_text.lexer import JsonLexer
@@ -45,7 +46,6 @@ from hermes_tools._parse.tags import END_TOKENS, NEED_MORE, BlockEnd, NeedMore, 
 from hermes_tools._tools.schema_values import convert, streams_as_string, value_types
 from hermes_tools._tools.toolbox import Toolbox
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hermes_tools._parse.pending_call import CallEmitter
 
