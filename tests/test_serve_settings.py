@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from hermes_tools.cli import main
-from hermes_tools.errors import ServeConfigError
+from hermes_tools.errors import RequestRejected, ServeConfigError
 from hermes_tools.serve.command import settings_from_arguments
 from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config
-from hermes_tools.serve.validation import RequestRejected, check_chat_request
+from hermes_tools.serve.validation import check_chat_request
 
 UPSTREAM = "http://127.0.0.1:8080/v1"
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes_tools._parse.parser import ParserClosedError, StreamParser, parse
+from hermes_tools._parse.parser import StreamParser, parse
 from hermes_tools.errors import (
     FormatOptionError,
     HermesToolsError,
     IncompleteStreamError,
     MessageFormatError,
+    ParserClosedError,
     ToolCallRequiredError,
     ToolDefinitionError,
     WrongTypeError,

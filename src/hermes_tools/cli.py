@@ -12,15 +12,11 @@ from typing import Any, TextIO
 
 from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools._tools.toolbox import tool_specs
-from hermes_tools.errors import HermesToolsError
+from hermes_tools.errors import CliError, HermesToolsError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.local.cli import add_commands as add_local_commands
 from hermes_tools.serve.command import add_serve_command
-
-
-class CliError(Exception):
-    """Bad input: reported on one line of stderr, exit status 2."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,13 @@
-"""Exceptions for misuse by the caller, and for a request whose contract the model did not keep.
+"""Every exception the package raises, under one base class.
 
-Bad model output never raises from the parser; it becomes data (invalid calls). The one reply
-that fails a request is a missing required call: `tool_choice` asked for one, and after the
-allowed repairs the model still made none it could use.
+Misuse by the caller raises with the fix in the message. Bad model output never raises from the
+parser; it becomes data (invalid calls). The one reply that fails a request is a missing
+required call: `tool_choice` asked for one, and after the allowed repairs the model still made
+none it could use. The last section holds signals that never leave the package: each is
+caught where the message it carries is turned into an answer.
+
+(The LangChain adapter's errors subclass LangChain's and the `openai` SDK's exception types,
+so they live in `hermes_tools.langchain.errors`: the core imports neither.)
 """
 
 from __future__ import annotations
@@ -50,3 +55,44 @@ class IncompleteStreamError(HermesToolsError):
 
 class ServeConfigError(HermesToolsError, ValueError):
     """`hermes-tools serve` was started with options or a config file that cannot work."""
+
+
+class ParserClosedError(HermesToolsError, RuntimeError):
+    """`feed` or `close` was called on a parser that was already closed."""
+
+
+class ResultNotKeptError(HermesToolsError, RuntimeError):
+    """`StreamParser.result()` after `stop_keeping_calls()`: the settled calls were not kept."""
+
+
+class UnsupportedFeatureError(HermesToolsError, AttributeError):
+    """A part of the `openai` SDK that would bypass the tool rewriting."""
+
+
+class LocalModelError(HermesToolsError):
+    """A local model could not be fetched, assembled or started; the message says what to do."""
+
+
+# -- signals inside the package -------------------------------------------------------------
+
+
+class ArgumentsProblem(HermesToolsError):
+    """Why an argument text is not acceptable; the message is the reason shown to users."""
+
+
+class RequestRejected(HermesToolsError):
+    """A request the proxy answers with 400 itself; it never leaves the proxy."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+class UpstreamCut(HermesToolsError):
+    """A passed-through answer broke off: the client's connection is dropped too."""
+
+
+class CliError(HermesToolsError):
+    """Bad input on the command line: reported on one line of stderr, exit status 2."""

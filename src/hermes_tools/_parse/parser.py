@@ -75,7 +75,11 @@ from hermes_tools._parse.tags import END_TOKENS, NeedMore, Tag, TagMatcher, chec
 from hermes_tools._parse.text_channel import TextChannel
 from hermes_tools._tools.toolbox import Toolbox
 from hermes_tools._tools.trust import QuotedCalls
-from hermes_tools.errors import HermesToolsError, WrongTypeError
+from hermes_tools.errors import (
+    ParserClosedError,
+    ResultNotKeptError,
+    WrongTypeError,
+)
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -135,10 +139,6 @@ _BARE_KEY = re.compile(
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
 _MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
 _JOINED = 256
-
-
-class ParserClosedError(HermesToolsError, RuntimeError):
-    """`feed` or `close` was called on a parser that was already closed."""
 
 
 def _no_call_object(buf: str, at: int) -> bool:
@@ -344,7 +344,7 @@ class StreamParser:
 
     def result(self) -> ParseResult:
         if not self._keeps_calls:
-            raise RuntimeError(
+            raise ResultNotKeptError(
                 "result() is not available after stop_keeping_calls(): the settled calls were "
                 "not kept; read them from the ToolCallEnd events instead"
             )

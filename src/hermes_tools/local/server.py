@@ -18,7 +18,8 @@ from types import TracebackType
 
 import httpx
 
-from hermes_tools.local.fetch import LocalModelError, cache_dir
+from hermes_tools.errors import LocalModelError
+from hermes_tools.local.fetch import cache_dir
 
 INSTALL_HINT = (
     "llama.cpp's Python server is not installed. Install it with\n"

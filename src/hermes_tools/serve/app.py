@@ -47,9 +47,14 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_tools.client import AsyncHermesOpenAI, IncompleteStreamError, wrap
-from hermes_tools.errors import HermesToolsError, ToolCallRequiredError
+from hermes_tools.errors import (
+    HermesToolsError,
+    RequestRejected,
+    ToolCallRequiredError,
+    UpstreamCut,
+)
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
-from hermes_tools.serve.validation import RequestRejected, check_chat_request, parse_body
+from hermes_tools.serve.validation import check_chat_request, parse_body
 
 log = logging.getLogger("hermes_tools.serve")
 
@@ -288,10 +293,6 @@ def error_body(message: str, kind: str, param: str | None = None, code: str | No
     return json.dumps(
         {"error": {"message": message, "type": kind, "param": param, "code": code}}
     ).encode()
-
-
-class UpstreamCut(Exception):
-    """A passed-through answer broke off: the client's connection is dropped too."""
 
 
 class _Handler:

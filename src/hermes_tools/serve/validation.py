@@ -13,17 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_tools._tools.toolbox import tool_spec
-from hermes_tools.errors import HermesToolsError, ToolSchemaError
-
-
-class RequestRejected(Exception):
-    """A request the proxy answers with 400 itself; it never leaves the proxy."""
-
-    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.code = code
+from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
 
 
 def _is_bool(value: object) -> bool:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from hermes_tools.errors import ArgumentsProblem
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -29,10 +31,6 @@ if TYPE_CHECKING:
 MAX_DEPTH = 100
 MAX_INT_DIGITS = 4300
 MAX_REPAIR_CHARS = 16_000
-
-
-class ArgumentsProblem(Exception):
-    """Why an argument text is not acceptable; the message is the reason shown to users."""
 
 
 def _no_constant(name: str) -> Any:
