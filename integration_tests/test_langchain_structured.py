@@ -157,3 +157,64 @@ def test_create_agent_with_provider_strategy(server: ScriptedServer, chat: ChatH
     system = server.bodies()[1]["messages"][0]["content"]
     assert "reply with only a JSON object" in system
     assert '"name":"get_weather"' in system
+
+
+# A model that writes the number as a string, and writes it so again when asked again.
+STRING_NUMBER_REPLY = CALL_REPLY.replace('"celsius": 4', '"celsius": "4"')
+
+
+@pytest.mark.parametrize("way", ["invoke", "stream", "include_raw"])
+def test_a_number_written_as_a_string_is_read_as_pydantic_reads_it(
+    way: str, server: ScriptedServer, chat: ChatHermes
+) -> None:
+    """ChatOpenAI given this call natively returns Forecast(celsius=4): pydantic reads "4" as
+    4. So does ChatHermes, from one request: the string is read in the argument fit, nobody
+    is asked again (asked, this model writes "4" again, and the required call would fail)."""
+    server.fallback = Reply(STRING_NUMBER_REPLY, chunks=3)
+    structured = chat.with_structured_output(Forecast, include_raw=way == "include_raw")
+    if way == "stream":
+        *_, result = structured.stream("Forecast for Oslo?")
+    else:
+        result = structured.invoke("Forecast for Oslo?")
+    if way == "include_raw":
+        raw = result["raw"]
+        assert raw.tool_calls[0]["args"] == EXPECTED
+        assert raw.invalid_tool_calls == []
+        assert "repairs" not in raw.response_metadata
+        result = result["parsed"]
+    assert result == Forecast(**EXPECTED)
+    assert len(server.bodies()) == 1
+
+
+async def test_a_number_written_as_a_string_is_read_async(
+    server: ScriptedServer, chat: ChatHermes
+) -> None:
+    server.fallback = Reply(STRING_NUMBER_REPLY, chunks=3)
+    structured = chat.with_structured_output(Forecast)
+    assert await structured.ainvoke("Forecast for Oslo?") == Forecast(**EXPECTED)
+    pieces = [piece async for piece in structured.astream("Forecast for Oslo?")]
+    assert pieces[-1] == Forecast(**EXPECTED)
+    assert len(server.bodies()) == 2  # one request each
+
+
+def test_a_bound_tool_streamed_with_tool_choice_auto_gets_the_number_read(
+    server: ScriptedServer, chat: ChatHermes
+) -> None:
+    """With tool_choice "auto" the reply streams until its first call, which is held until it
+    ends: its arguments go out read, in one piece, as the non-streamed message has them."""
+    reply = 'Checking.\n<tool_call>\n{"name": "Forecast", "arguments": {"city": "Oslo", '
+    reply += '"celsius": "4"}}\n</tool_call>'
+    server.script(Reply(reply, chunks=3), Reply(reply, chunks=3))
+    bound = chat.bind_tools([Forecast])
+    whole = bound.invoke("Forecast for Oslo?")
+    chunks = list(bound.stream("Forecast for Oslo?"))
+    streamed = chunks[0]
+    for chunk in chunks[1:]:
+        streamed += chunk
+    for message in (whole, streamed):
+        assert message.text == "Checking."
+        assert [(c["name"], c["args"]) for c in message.tool_calls] == [("Forecast", EXPECTED)]
+        assert message.invalid_tool_calls == []
+    args = [c["args"] for chunk in chunks for c in chunk.tool_call_chunks if c["args"]]
+    assert args == ['{"city": "Oslo", "celsius": 4}']  # one piece
+    assert len(server.bodies()) == 2

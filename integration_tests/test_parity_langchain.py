@@ -553,6 +553,68 @@ def test_with_structured_output(server: ScriptedServer, method: str) -> None:
     assert native.result == ours.result == Person(**ANA)
 
 
+class Forecast(BaseModel):
+    """A weather forecast."""
+
+    city: str
+    high_c: int
+    summary: str
+
+
+def test_structured_output_with_a_number_written_as_a_string(server: ScriptedServer) -> None:
+    """The call carries "7" for an integer: ChatOpenAI's parser gives Forecast(high_c=7), as
+    pydantic reads "7"; so does ours, from one request (the string is read in the argument
+    fit), invoked and streamed."""
+    written = call("Forecast", {"city": "Oslo", "high_c": "7", "summary": "rain"})
+
+    def scenario(model: BaseChatModel) -> list[Any]:
+        structured = model.with_structured_output(Forecast, method="function_calling")
+        *_, streamed = structured.stream("Oslo tomorrow?")
+        return [structured.invoke("Oslo tomorrow?"), streamed]
+
+    native, ours = differential(server, [written, written], *pair(server), scenario)
+    expected = Forecast(city="Oslo", high_c=7, summary="rain")
+    assert native.result == ours.result == [expected, expected]
+    assert len(native.bodies) == len(ours.bodies) == 2  # nobody was asked again
+
+
+@tool
+def forecast_days(city: str, days: int) -> str:
+    """The forecast for a city over the next days."""
+    RAN.append(("forecast_days", {"city": city, "days": days}))
+    return f"rain for {days} days" if isinstance(days, int) else "days must be a number"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_agent_runs_a_tool_given_a_number_written_as_a_string(
+    server: ScriptedServer, streaming: bool
+) -> None:
+    """A `@tool` taking `days: int` called with "3": the native agent runs it with 3 (its
+    argument schema is pydantic's) and so does ours. On purpose: our message carries the call
+    as it was read (3), the native one as the server sent it ("3")."""
+    turns = [
+        call("forecast_days", {"city": "Oslo", "days": "3"}),
+        say("Rain in Oslo for the next 3 days."),
+    ]
+
+    def scenario(model: BaseChatModel) -> list[Any]:
+        RAN.clear()
+        agent = create_agent(model, [forecast_days])
+        state = agent.invoke({"messages": [HumanMessage("Oslo, the next 3 days?")]})
+        return [
+            [(name, {k: (v, type(v).__name__) for k, v in args.items()}) for name, args in RAN],
+            [m.text for m in state["messages"][1:]],
+            [c["args"] for m in state["messages"] for c in getattr(m, "tool_calls", [])],
+        ]
+
+    native, ours = differential(server, turns, *pair(server, streaming=streaming), scenario)
+    assert native.result[:2] == ours.result[:2]
+    assert ours.result[0] == [("forecast_days", {"city": ("Oslo", "str"), "days": (3, "int")})]
+    assert native.result[2] == [{"city": "Oslo", "days": "3"}]
+    assert ours.result[2] == [{"city": "Oslo", "days": 3}]
+    assert len(native.bodies) == len(ours.bodies) == 2  # the call, then the answer
+
+
 @pytest.mark.parametrize("strategy", [ToolStrategy, ProviderStrategy])
 def test_create_agent_response_format(server: ScriptedServer, strategy: Any) -> None:
     native_turn = call("Person", ANA) if strategy is ToolStrategy else say(json.dumps(ANA))

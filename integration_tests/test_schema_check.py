@@ -228,3 +228,161 @@ def test_without_repairs_a_streamed_call_is_never_rewritten(
     assert not message.tool_calls
     (invalid,) = message.invalid_tool_calls
     assert "is not of type 'string'" in invalid["error"]
+
+
+# -- strings that spell a number or a boolean are read as one ---------------------------------
+
+FORECAST_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_forecast",
+        "description": "The forecast for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "hourly": {"type": "boolean"},
+                "min_c": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+            },
+            "required": ["city", "days"],
+        },
+    },
+}
+
+
+FORECAST_QUESTION = [
+    {"role": "user", "content": "Hourly forecasts for Oslo and Bergen, 3 days, from -2.5 C?"}
+]
+
+
+def _forecast(arguments: dict[str, Any]) -> str:
+    return _call(arguments, "get_forecast")
+
+
+@pytest.mark.parametrize("tool_choice", ["auto", "required", "get_forecast"])
+@pytest.mark.parametrize(
+    ("arguments", "calls"),
+    [
+        ({"city": "Oslo", "days": "3"}, [{"city": "Oslo", "days": 3}]),
+        (
+            {"city": "Oslo", "days": "3", "hourly": "true", "min_c": "-2.5"},
+            [{"city": "Oslo", "days": 3, "hourly": True, "min_c": -2.5}],
+        ),
+        # with the other fits
+        ({"city": "Oslo", "days": ["3"], "hourly": None}, [{"city": "Oslo", "days": 3}]),
+        (
+            {"city": ["Oslo", "Bergen"], "days": "3"},
+            [{"city": "Oslo", "days": 3}, {"city": "Bergen", "days": 3}],
+        ),
+    ],
+)
+def test_a_string_that_spells_a_number_or_boolean_is_read_without_asking_again(
+    server: ScriptedServer,
+    openai_client: OpenAI,
+    tool_choice: str,
+    arguments: dict[str, Any],
+    calls: list[dict[str, Any]],
+) -> None:
+    """A framework given the call natively runs it (pydantic reads "3" as 3): so does ours,
+    from one request, whole and streamed (the call is held until it ends: with tool_choice
+    "auto" from its start)."""
+    client = hermes_tools.wrap(openai_client)
+    choice: Any = (
+        tool_choice
+        if tool_choice != "get_forecast"
+        else {"type": "function", "function": {"name": tool_choice}}
+    )
+    whole, streamed = both_ways(
+        client,
+        server,
+        [Reply(_forecast(arguments), chunks=5)],
+        FORECAST_QUESTION,
+        [FORECAST_TOOL],
+        tool_choice=choice,
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [("get_forecast", call) for call in calls]
+    streamed_calls = [json.loads(c["arguments"]) for c in streamed["tool_calls"].values()]
+    assert streamed_calls == calls
+    assert message.invalid_tool_calls == []
+    assert not getattr(message, "repairs", None)
+    assert len(server.bodies()) == 2  # one request each way
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"city": "Oslo", "days": "3.5"},  # lossy
+        {"city": "Oslo", "days": 3.5},
+        {"city": "Oslo", "days": "three"},
+        {"city": "Oslo", "days": "3", "hourly": "yes"},
+        {"city": "Oslo", "days": "3", "min_c": "nan"},
+    ],
+)
+def test_a_string_no_lossless_reading_makes_fit_is_asked_again(
+    server: ScriptedServer, openai_client: OpenAI, arguments: dict[str, Any]
+) -> None:
+    fixed = _forecast({"city": "Oslo", "days": 3})
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client,
+        server,
+        [Reply(_forecast(arguments), chunks=5), fixed],
+        FORECAST_QUESTION,
+        [FORECAST_TOOL],
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [("get_forecast", {"city": "Oslo", "days": 3})]
+    (repair,) = message.repairs
+    assert "do not fit the schema of get_forecast" in repair["reason"]
+
+
+def test_a_strict_tool_gets_its_types_as_written_or_is_asked_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    strict = {"type": "function", "function": {**FORECAST_TOOL["function"], "strict": True}}
+    fixed = _forecast({"city": "Oslo", "days": 3})
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client,
+        server,
+        [Reply(_forecast({"city": "Oslo", "days": "3"}), chunks=5), fixed],
+        FORECAST_QUESTION,
+        [strict],
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [("get_forecast", {"city": "Oslo", "days": 3})]
+    (repair,) = message.repairs
+    assert "'3' is not of type 'integer'" in repair["reason"]
+
+
+def test_a_string_in_a_call_already_on_the_wire_is_not_read_but_asked_for_again(
+    server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    """After a valid call is out, the next streams as the model writes it, so its "3" went
+    out as a string and cannot be read afterwards: the call is invalid, whole and streamed
+    alike. The model is asked for it again (the reply is continued); the continuation is held
+    until it ends, so the string it writes again is read there."""
+    again = _forecast({"city": "Bergen", "days": "3"})
+    reply = _forecast({"city": "Oslo", "days": 3}) + "\n" + again
+    client = hermes_tools.wrap(openai_client)
+    whole, streamed = both_ways(
+        client,
+        server,
+        [Reply(reply, chunks=9), Reply(again, chunks=4)],
+        FORECAST_QUESTION,
+        [FORECAST_TOOL],
+    )
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert _calls(message) == [
+        ("get_forecast", {"city": "Oslo", "days": 3}),
+        ("get_forecast", {"city": "Bergen", "days": 3}),
+    ]
+    (invalid,) = message.invalid_tool_calls
+    assert "'3' is not of type 'integer'" in invalid["error"]
+    assert len(server.bodies()) == 4  # the reply and its continuation, each way

@@ -397,7 +397,12 @@ class ChoiceReply:
             return self._invalid(event.index, call, reason), []
         held = self._holding and event.index not in self._on_wire
         fitted = (
-            fit_arguments(call.name, toolbox.parameters(call.name), call.arguments)
+            fit_arguments(
+                call.name,
+                toolbox.parameters(call.name),
+                call.arguments,
+                strict=toolbox.function(call.name).get("strict") is True,
+            )
             if held
             else None
         )
