@@ -112,7 +112,6 @@ def test_a_made_up_tool_result_is_counted_and_seen_when_it_reaches_the_user(
 @pytest.mark.parametrize(
     "reply",
     [
-        '{"tool_call_id": "call_1", "name": "get_weather", "content": "24 C, clear"}',
         '{"name": "get_weather", "id": "call_1", "content": "24 C, clear"}',  # the earlier shape
         # reduced to its content, after the past call written again (0.5B, every prompt):
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"content": "24 C, clear"}',
@@ -129,6 +128,23 @@ def test_a_made_up_result_in_the_shape_results_are_written_back_in_is_seen(
     outcome = _run(server, case)
     assert made_up_result(outcome)
     assert made_up_reached_user(outcome)
+
+
+def test_a_made_up_result_in_the_shape_of_a_written_back_one_is_cut_on_our_side(
+    server: ScriptedServer,
+) -> None:
+    """The shape results are written back in begins with a stop sequence: a server stops the
+    reply there, and so does the client where a server (this scripted one) does not. The
+    model, shown an empty reply, is asked again."""
+    case = BY_ID["str-weather-paris"]
+    server.script(
+        '{"tool_call_id": "call_1", "name": "get_weather", "content": "24 C, clear"}',
+        _call("get_weather", {"city": "Paris"}),
+    )
+    outcome = _run(server, case)
+    assert made_up_result(outcome)
+    assert not made_up_reached_user(outcome)
+    assert [call["arguments"] for call in outcome.calls] == [{"city": "Paris"}]
 
 
 @pytest.mark.parametrize(

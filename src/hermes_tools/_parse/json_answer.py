@@ -1,33 +1,20 @@
-"""Structured answers for models without structured output: ask for bare JSON, read it back.
+"""Reading back a structured answer from a model without structured output.
 
-A model asked for "only a JSON object" still often wraps it in a code fence, adds a sentence,
-or writes Python literals; `extract_json_answer` finds the value and returns it as canonical
-JSON text, repaired when needed.
+A model asked for "only a JSON object" (see `_render.sentences.json_answer_instructions`) still
+often wraps it in a code fence, adds a sentence, or writes Python literals;
+`extract_json_answer` finds the value and returns it as canonical JSON text, repaired when
+needed.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from hermes_tools._parse.json_text.lexer import canonical, repair
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n?```", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
-
-
-def json_answer_instructions(schema: dict[str, Any] | None) -> str:
-    """System prompt text asking for the final answer as bare JSON."""
-    text = (
-        "When you give your final answer (rather than calling a function), reply with only "
-        "a JSON object"
-    )
-    if schema:
-        text += " that follows this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False)
-    else:
-        text += "."
-    return text + "\nWrite nothing before or after the JSON, and no code fence."
 
 
 def extract_json_answer(text: str) -> str | None:

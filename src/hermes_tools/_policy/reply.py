@@ -33,6 +33,7 @@ as canonical JSON when it holds a JSON value (fences, prose and Python literals 
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +42,9 @@ from typing import Any
 from hermes_tools._parse.json_answer import extract_json_answer
 from hermes_tools._parse.json_text.lexer import canonical, canonical_pieces
 from hermes_tools._parse.parser import StreamParser, new_call_id
+from hermes_tools._policy.attempt import Ask, Findings, MadeCall
 from hermes_tools._render.prompt import ToolChoice
+from hermes_tools._render.sentences import copied_from_description, nobody_said, shortened
 from hermes_tools._tools.argument_fit import fit_arguments
 from hermes_tools._tools.grounding import Grounding
 from hermes_tools._tools.toolbox import Toolbox
@@ -62,6 +65,23 @@ Delta = dict[str, Any]
 # past it, the reply cannot be continued (many or long calls are not kept a second time).
 _MADE_LIMIT = 16_000
 _NO_EVENTS: list[Event] = []  # never appended to: the per-event default needs no allocation
+
+
+class Release(enum.Enum):
+    """When an attempt's events go out."""
+
+    LIVE = enum.auto()  # as they come
+    UNTIL_CALL = enum.auto()  # as they come until a call starts; then HELD
+    HELD = enum.auto()  # held until a valid call commits the attempt, or the attempt ends
+    TO_THE_END = enum.auto()  # a continuation: held until it ends, whatever it makes
+
+
+class Trigger(enum.Enum):
+    """What moves an attempt from one `Release` to the next (see `ChoiceReply._transition`)."""
+
+    CALL = enum.auto()  # a call started, or an invalid one ended
+    COMMIT = enum.auto()  # a valid call that stands: the attempt will not be asked again
+    SETTLE = enum.auto()  # the attempt is over
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,69 +189,89 @@ class ChoiceReply:
         self.dropped_tool_calls: list[dict[str, Any]] = []
         self.after_end: list[str] = []  # what kept attempts wrote after an end-of-turn token
         self.valid_calls = 0
-        # The valid calls made (id, name, arguments as written back), while they are short.
-        self._made: list[tuple[str, str, str]] | None = []
+        # The valid calls made, as they are written back, while they are short.
+        self._made: list[MadeCall] | None = []
         self._made_size = 0
         # The current attempt.
         self._parser: StreamParser | None = None
+        self._ask = Ask.FIRST
+        self._mode = Release.LIVE
+        self._committed = False  # a valid call made the attempt stand
         self._held: list[_Held] = []
-        self._holding = False
-        self._hold_at_call = False
-        self._retry = False
-        self._continuation = False
         self._continued: set[tuple[str, str]] = set()  # the continuation's calls so far
-        self._drop_text = False
         self._on_wire: dict[int, _WireCall] = {}  # parser index -> its call on the wire
         self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
         self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
         self._spread_index = 0  # the index of the last call made by spreading a list
-        self.attempt_valid = 0  # valid calls this attempt (released or held)
-        self.attempt_errors: list[str] = []  # why this attempt's calls were invalid
-        self.attempt_ungrounded: list[str] = []  # why valid calls are not grounded
-        self.attempt_unsaid: list[str] = []  # the values of those calls nobody said
-        self.attempt_copied: dict[str, list[str]] = {}  # tool -> numbers copied from its definition
-        self.attempt_copy_errors: list[str] = []  # why calls that copied them are invalid
-        self.attempt_text_preview = ""  # the start of this attempt's text, for error messages
-        self._check_grounding = False
+        self.attempt = Findings()
+        self._checks_grounding = False
 
     # -- one attempt ---------------------------------------------------------------------------
 
     def start_attempt(
-        self,
-        parser: StreamParser,
-        *,
-        tentative: bool,
-        retry: bool,
-        check_grounding: bool,
-        continuation: bool = False,
+        self, parser: StreamParser, ask: Ask, *, tentative: bool, check_grounding: bool
     ) -> None:
-        """`tentative`: the attempt may be rejected and asked again; `retry`: it is a retry;
-        `check_grounding`: its calls' values are checked (see `grounding`); `continuation`: it
-        continues the kept attempt, for the calls of it that could not be used."""
+        """`ask`: why this attempt was asked for; `tentative`: it may be rejected and asked
+        again; `check_grounding`: its calls' values are checked (see `grounding`)."""
         self._parser = parser
+        self._ask = ask
+        self._committed = False
         self._held = []
-        self._retry = retry or continuation
-        self._continuation = continuation
         self._continued = set()
-        self._drop_text = continuation
-        self._holding = self._retry or self._policy.requires_call
-        self._hold_at_call = tentative and not self._holding
+        if ask is Ask.CONTINUATION:
+            self._mode = Release.TO_THE_END
+        elif ask is not Ask.FIRST or self._policy.requires_call:
+            self._mode = Release.HELD
+        else:
+            self._mode = Release.UNTIL_CALL if tentative else Release.LIVE
         self._on_wire = {}
         self._refused = {}
         self._unbound = {}
         self._spread_index = 0
-        self.attempt_valid = 0
-        self.attempt_errors = []
-        self.attempt_ungrounded = []
-        self.attempt_unsaid = []
-        self.attempt_copied = {}
-        self.attempt_copy_errors = []
-        self.attempt_text_preview = ""
-        self._check_grounding = self._policy.grounding is not None and (
-            continuation or (check_grounding and tentative)
+        self.attempt = Findings()
+        self._checks_grounding = self._policy.grounding is not None and (
+            ask is Ask.CONTINUATION or (check_grounding and tentative)
         )
         if not tentative:
             parser.stop_keeping_calls()  # never written back: see `attempt_result`
+
+    # -- the attempt's state --------------------------------------------------------------------
+
+    @property
+    def _holding(self) -> bool:
+        return self._mode is Release.HELD or self._mode is Release.TO_THE_END
+
+    @property
+    def _continuation(self) -> bool:
+        return self._ask is Ask.CONTINUATION
+
+    @property
+    def _drop_text(self) -> bool:
+        """A retry adds calls only: its text counts only while it made no valid call (then
+        the model answered instead); a continuation adds no text at all."""
+        return self._continuation or (self._ask is not Ask.FIRST and self._committed)
+
+    def _transition(self, trigger: Trigger) -> list[Delta]:
+        """The one place the attempt's `Release` changes; what it releases on the way."""
+        release = self._mode
+        if trigger is Trigger.CALL:
+            if release is Release.UNTIL_CALL:
+                self._mode = Release.HELD
+            return []
+        if trigger is Trigger.SETTLE:
+            self._mode = Release.LIVE
+            return []
+        # COMMIT: this attempt stays, whatever follows.
+        self._committed = True
+        if self._parser is not None:
+            self._parser.stop_keeping_calls()  # it can no longer be rejected and written back
+        if release is Release.UNTIL_CALL:
+            self._mode = Release.LIVE
+        elif release is Release.HELD:
+            held, self._held = self._held, []
+            self._mode = Release.LIVE
+            return self._release_all(held)
+        return []  # LIVE; or TO_THE_END: a continuation goes out when it ends
 
     def text(self, text: str) -> list[Delta]:
         assert self._parser is not None
@@ -245,7 +285,7 @@ class ChoiceReply:
         """Calls the server parsed itself pass through as they are (and settle the attempt)."""
         if not deltas:
             return []
-        out = self._commit()
+        out = self._transition(Trigger.COMMIT)
         for entry in deltas:
             self._merge_native(entry)
         return [*out, {"tool_calls": deltas}]
@@ -265,14 +305,14 @@ class ChoiceReply:
         """The attempt is over: drop what was held if it is asked again, else release it.
         `repeated(text)` says whether an earlier attempt already wrote `text`."""
         held, self._held = self._held, []
-        self._holding = False
+        self._transition(Trigger.SETTLE)
         parser, self._parser = self._parser, None
         if ask_again:
             return []
         after_end = parser.after_end if parser is not None else None
         if after_end:
             self.after_end.append(after_end)
-        if self._retry and self.attempt_valid == 0:
+        if self._ask is not Ask.FIRST and self.attempt.valid == 0:
             text = "".join(e.text for e in held if isinstance(e, TextDelta))
             if text and repeated(text):
                 held = [e for e in held if not isinstance(e, TextDelta)]
@@ -296,8 +336,8 @@ class ChoiceReply:
         out: list[Delta] = []
         for event in events:
             spread: list[Event] = _NO_EVENTS
-            if isinstance(event, TextDelta) and len(self.attempt_text_preview) < 200:
-                self.attempt_text_preview += event.text[:200]
+            if isinstance(event, TextDelta):
+                self.attempt.saw_text(event.text)
             if isinstance(event, ToolCallStart):
                 refusal = self._refusal(event.name)
                 if refusal is not None:
@@ -307,7 +347,7 @@ class ChoiceReply:
                 if unbound is not None:
                     self._unbound[event.index] = unbound  # invalid; never goes on the wire
                     continue
-                self._call_seen()
+                self._transition(Trigger.CALL)
             elif isinstance(event, ToolCallArgsDelta) and (
                 event.index in self._refused or event.index in self._unbound
             ):
@@ -327,16 +367,16 @@ class ChoiceReply:
                             out += self._take(spread)
                         continue
                 if isinstance(event.call, ToolCall):
-                    self.attempt_valid += 1
+                    self.attempt.valid += 1
                     # Once the attempt is committed (and out), it can no longer be asked again;
                     # a continuation is never asked again.
                     checked = self._holding and not self._continuation
                     ungrounded = self._ungrounded(event.call) if checked else ""
                     if ungrounded:
-                        self.attempt_ungrounded.append(ungrounded)
+                        self.attempt.ungrounded.append(ungrounded)
                 else:
-                    self.attempt_errors.append(event.call.error)
-                    self._call_seen()
+                    self.attempt.errors.append(event.call.error)
+                    self._transition(Trigger.CALL)
             if self._holding:
                 if not isinstance(event, ToolCallArgsDelta):
                     # A held call's arguments go out whole at its release, from its end:
@@ -345,9 +385,9 @@ class ChoiceReply:
             else:
                 out += self._release(event)
             valid_end = isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall)
-            if valid_end and not self.attempt_ungrounded:
+            if valid_end and not self.attempt.ungrounded:
                 # After an ungrounded call the attempt stays held: it is asked again.
-                out += self._commit()
+                out += self._transition(Trigger.COMMIT)
             if spread:  # the calls a list was spread over come right after the first
                 out += self._take(spread)
         return out
@@ -361,7 +401,7 @@ class ChoiceReply:
             return "no tool may be called in this request (no tools, or tool_choice='none')"
         if choice.name is not None and name != choice.name:
             return f"tool_choice requires a call to {choice.name}, not {name}"
-        if self._policy.single_call and self.valid_calls + self.attempt_valid >= 1:
+        if self._policy.single_call and self.valid_calls + self.attempt.valid >= 1:
             return "only one call is allowed per reply (parallel_tool_calls=False)"
         return None
 
@@ -391,9 +431,9 @@ class ChoiceReply:
             copied = [] if self._holding and not self._continuation else self._copied_numbers(call)
             if not copied:
                 return event, []
-            self.attempt_copied.setdefault(call.name, []).extend(copied)
-            reason = _copy_reason(call, copied)
-            self.attempt_copy_errors.append(reason)
+            self.attempt.copied.setdefault(call.name, []).extend(copied)
+            reason = copied_from_description(call, copied)
+            self.attempt.copy_errors.append(reason)
             return self._invalid(event.index, call, reason), []
         held = self._holding and event.index not in self._on_wire
         fitted = (
@@ -428,36 +468,31 @@ class ChoiceReply:
     def _ungrounded(self, call: ToolCall) -> str:
         """Why the call is not grounded, for the model to read ("" when it is grounded)."""
         grounding = self._policy.grounding
-        if not self._check_grounding or grounding is None:
+        if not self._checks_grounding or grounding is None:
             return ""
         copied = self._copied_numbers(call)
         if copied:
-            self.attempt_copied.setdefault(call.name, []).extend(copied)
-            return _copy_reason(call, copied)
+            self.attempt.copied.setdefault(call.name, []).extend(copied)
+            return copied_from_description(call, copied)
         if not self._policy.ask_unsaid or self._after_live_text():
             return ""
         function = self._policy.toolbox.function(call.name)
         values = grounding.ungrounded(call.arguments, function)
         if not values:
             return ""
-        self.attempt_unsaid += values
-        return (
-            f"You called {_called(call)}, but nobody in this conversation said "
-            f"{', '.join(_shortened(value) for value in values)}. "
-            "If the user's request needs a tool, call it with values from the conversation; "
-            "if it does not, answer the user directly."
-        )
+        self.attempt.unsaid += values
+        return nobody_said(call, values)
 
     def _after_live_text(self) -> bool:
         """The call follows words of a first attempt, which went out as they came (a plain
         attempt streams until its first call): a retry's answer would be written on after
         them ("So the answer is:" + "Hello! How can I help?"), so values nobody said are not
         asked about there; that check is for replies that are nothing but a made-up call."""
-        return not self._retry and bool(self.attempt_text_preview.strip())
+        return self._ask is Ask.FIRST and bool(self.attempt.text_preview.strip())
 
     def _copied_numbers(self, call: ToolCall) -> list[str]:
         grounding = self._policy.grounding
-        if not self._check_grounding or grounding is None:
+        if not self._checks_grounding or grounding is None:
             return []
         return grounding.copied(call.arguments, self._policy.toolbox.function(call.name))
 
@@ -468,14 +503,14 @@ class ChoiceReply:
             return None
         made = (call.name, canonical(call.arguments))
         if made in self._continued or any(
-            (name, arguments) == made for _, name, arguments in self._made or ()
+            (call.name, call.arguments) == made for call in self._made or ()
         ):
             return "the reply already made this call"
         grounding = self._policy.grounding
         function = self._policy.toolbox.function(call.name)
         unsaid = grounding.ungrounded(call.arguments, function) if grounding else []
         if unsaid:
-            return f"nobody in this conversation said {', '.join(map(_shortened, unsaid))}"
+            return f"nobody in this conversation said {', '.join(map(shortened, unsaid))}"
         self._continued.add(made)
         return None
 
@@ -484,24 +519,6 @@ class ChoiceReply:
         self._held = [
             e for e in self._held if not (isinstance(e, ToolCallStart) and e.index == index)
         ]
-
-    def _call_seen(self) -> None:
-        if self._hold_at_call:
-            self._hold_at_call = False
-            self._holding = True
-
-    def _commit(self) -> list[Delta]:
-        """A valid call: this attempt stays, whatever follows. Release what was held."""
-        self._hold_at_call = False
-        if self._parser is not None:
-            self._parser.stop_keeping_calls()  # it can no longer be rejected and written back
-        if self._retry:
-            self._drop_text = True
-        if not self._holding or self._continuation:  # a continuation goes out when it ends
-            return []
-        held, self._held = self._held, []
-        self._holding = False
-        return self._release_all(held)
 
     def _release_all(self, events: list[_Held]) -> list[Delta]:
         # A call that was held whole and turned out invalid never goes on the wire; a valid
@@ -589,7 +606,7 @@ class ChoiceReply:
         if self._made_size > _MADE_LIMIT:
             self._made = None
         else:
-            self._made.append((call.id, call.name, arguments))
+            self._made.append(MadeCall(call.id, call.name, arguments))
 
     def _drop(self, call: ToolCall | InvalidToolCall, reason: str) -> None:
         arguments = (
@@ -630,15 +647,15 @@ class ChoiceReply:
         may be asked for those again (once; never when only one call is allowed)."""
         return (
             self.valid_calls > 0
-            and bool(self.attempt_errors)
+            and bool(self.attempt.errors)
             and self._made is not None
             and not self.native_tool_calls
             and not self._policy.single_call
             and not self._continuation
         )
 
-    def made_calls(self) -> list[tuple[str, str, str]]:
-        """The calls the reply made (id, name, arguments), to write the reply back."""
+    def made_calls(self) -> list[MadeCall]:
+        """The calls the reply made, to write the reply back."""
         return list(self._made or ())
 
     def message(self) -> dict[str, Any]:
@@ -676,23 +693,6 @@ class ChoiceReply:
         if upstream == "tool_calls":
             return "stop"  # the server thought it saw calls; none of them could be used
         return upstream or "stop"
-
-
-def _copy_reason(call: ToolCall, copied: list[str]) -> str:
-    return (
-        f"You called {_called(call)}, but {', '.join(copied)} comes from the description "
-        f"of {call.name}, not from the conversation: call it again with the values the "
-        "user gave."
-    )
-
-
-def _called(call: ToolCall) -> str:
-    """The call as a reason quotes it (made only for a reason: an argument may be long)."""
-    return f"{call.name}({_shortened(canonical(call.arguments))})"
-
-
-def _shortened(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _call_delta(index: int, **function: str) -> Delta:

@@ -1,8 +1,12 @@
-"""One `chat.completions.create` call with tools, as a sans-I/O session.
+"""One chat-completions request with tools, as a sans-I/O session: the reply policy.
 
-The session rewrites the request for the endpoint, turns each upstream response (streamed chunks
-or a whole completion) into native-shaped output, and decides whether to ask again (repair).
-The sync and async drivers only move data between it and the `openai` client.
+The session rewrites the request for a model without tools (`request()`: plain messages, the
+tools in the system prompt), turns what the model sends back into native-shaped output, and
+decides whether to ask again. It speaks the OpenAI wire shape on both sides, as plain dicts:
+`chunk()` takes a `chat.completion.chunk`, `completion()` a `chat.completion`, and out come
+chunks and a completion with `tool_calls`. It does no I/O: a transport (the `openai` SDK
+over HTTP, a LangChain or LlamaIndex model in the same process, the proxy's raw stream)
+moves text in and out and maps shapes, and `drive` holds the loop they share.
 
 Reply policy (with `reply.py`): a reply whose calls are all unusable, or that lacks the call the
 request requires, is asked again up to `repair_attempts` times, for single-choice requests; a
@@ -16,7 +20,8 @@ asked for afresh, with the example taken out of the description the model sees (
 a model writes it again). A reply with valid calls beside invalid ones is continued: shown the
 valid ones, the model is asked for the calls the request still needs (see `reply`). A
 `response_format` asking for JSON is not sent: the prompt asks for bare JSON, and the answer is
-read back.
+read back. Stop sequences (the caller's, and those that cut a made-up tool result) are applied
+here too, so a model that takes none stops where a server would have stopped it.
 """
 
 from __future__ import annotations
@@ -24,12 +29,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from openai import NotGiven, Omit
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-from hermes_tools._parse.json_answer import json_answer_instructions
 from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, MadeCall
 from hermes_tools._policy.reply import CallPolicy, ChoiceReply, Delta
+from hermes_tools._policy.request import (
+    TOOL_PARAMETERS,
+    json_answer_request,
+    stop_sequences,
+    uses_tools,
+    with_instructions,
+    with_stop,
+)
+from hermes_tools._policy.stops import StopCutter
+from hermes_tools._render import sentences
 from hermes_tools._render.conversation import RESULT_HEAD
 from hermes_tools._tools.grounding import Grounding, without_examples
 from hermes_tools._tools.toolbox import Toolbox
@@ -38,52 +50,39 @@ from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 
-_TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
 
-
-def given(value: object) -> bool:
-    return value is not None and not isinstance(value, (NotGiven, Omit))
+Chunk = dict[str, Any]  # a `chat.completion.chunk`
 
 
-def uses_tools(kwargs: Mapping[str, Any]) -> bool:
-    """Whether a request has tools, or tool calls and results in its history."""
-    if given(kwargs.get("tools")) and kwargs["tools"]:
-        return True
-    for message in kwargs.get("messages") or ():
-        if isinstance(message, Mapping) and (
-            message.get("tool_calls") or message.get("role") in ("tool", "function")
-        ):
-            return True
-    return False
+class ReplySession:
+    """One request and its reply, over as many attempts as the policy asks for.
 
-
-class CompletionSession:
-    """`aggregate`: build the whole message (non-streamed requests); streamed, only the deltas
-    are made, so memory stays bounded by what the parser and a repair need."""
+    `aggregate`: build the whole message (non-streamed requests); streamed, only the chunks
+    are made, so memory stays bounded by what the parser and a repair need.
+    """
 
     def __init__(
         self,
-        kwargs: Mapping[str, Any],
+        request: Mapping[str, Any],
         fmt: HermesFormat,
         repair_attempts: int,
         *,
+        check_grounding: bool = True,
         aggregate: bool = True,
     ) -> None:
-        tools = kwargs.get("tools") if given(kwargs.get("tools")) else None
-        self._toolbox = Toolbox(tools)
+        self._toolbox = Toolbox(request.get("tools"))
         self._fmt = fmt
         self._aggregate = aggregate
-        choice_value = kwargs.get("tool_choice")
+        choice_value = request.get("tool_choice")
         if not self._toolbox:
             choice_value = "none"  # only the history uses tools: render it, allow no call
-        self._choice = fmt.tool_choice(self._toolbox, choice_value if given(choice_value) else None)
-        parallel = kwargs.get("parallel_tool_calls")
-        parallel = parallel if given(parallel) else None
-        messages = kwargs.get("messages") or []
+        self._choice = fmt.tool_choice(self._toolbox, choice_value)
+        parallel = request.get("parallel_tool_calls")
+        messages = request.get("messages") or []
         grounding = (
             Grounding(conversation_texts(messages))
-            if fmt.check_grounding and repair_attempts > 0 and self._choice.mode != "none"
+            if check_grounding and repair_attempts > 0 and self._choice.mode != "none"
             else None
         )
         # Where a call is required, a call of values nobody said is not asked about (the model
@@ -94,18 +93,21 @@ class CompletionSession:
         )
         # Calls are read whenever tools are in play, even where none may be made, so that a
         # model copying the history's calls does not put call markup in the content.
-        self._parse_calls = uses_tools(kwargs)
-        self._upstream = {k: v for k, v in kwargs.items() if k not in _TOOL_PARAMETERS}
+        self._parse_calls = uses_tools(request)
+        self._upstream = {k: v for k, v in request.items() if k not in TOOL_PARAMETERS}
         if self._toolbox and self._choice.mode != "none":
             # A model that writes a tool result itself has made it up: stop it there, tagged
             # or untagged (small models copy the result's JSON without the tags).
-            stop = with_stop(kwargs.get("stop"), f"<{fmt.response_tag}>")
+            stop = with_stop(request.get("stop"), f"<{fmt.response_tag}>")
             self._upstream["stop"] = with_stop(stop, RESULT_HEAD)
+        self._stops = stop_sequences(self._upstream.get("stop"))
+        if self._toolbox and self._choice.mode != "none":
+            self._stops = list(dict.fromkeys([*self._stops, f"<{fmt.response_tag}>", RESULT_HEAD]))
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
-        self._json_answer, schema = json_answer_request(kwargs.get("response_format"))
+        self._json_answer, schema = json_answer_request(request.get("response_format"))
         if self._json_answer:
             del self._upstream["response_format"]
-            messages = _with_instructions(messages, json_answer_instructions(schema))
+            messages = with_instructions(messages, sentences.json_answer_instructions(schema))
         self._chat = messages
         self._parallel = parallel
         self._messages = (
@@ -115,56 +117,60 @@ class CompletionSession:
         )
         self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
         self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
-        self._afresh = False  # the attempt is the request again, not a retry turn
         self._retry_turns: list[dict[str, Any]] = []
         self._repairs: list[dict[str, str]] = []
-        n = kwargs.get("n")
-        single_choice = not given(n) or n == 1
-        can_repair = single_choice and self._choice.mode != "none"
+        n = request.get("n")
+        can_repair = (n is None or n == 1) and self._choice.mode != "none"
         self._repairs_left = repair_attempts if can_repair else 0
         self._unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
         self._guess_asks_left = 1 if grounding is not None and ask_unsaid and can_repair else 0
         self._attempt = 0
-        self._continuing = False  # a continuation of the kept reply is asked for (see `reply`)
+        self._ask = Ask.FIRST  # why the current attempt was asked for
         self._replies: dict[int, ChoiceReply] = {}
-        self._attempt_started: set[int] = set()
+        self._cutters: dict[int, StopCutter] = {}
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
         self._metadata: dict[str, Any] = {}
-        self._chunk_envelope: dict[str, Any] | None = None  # built again when metadata changes
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
 
     def request(self) -> dict[str, Any]:
-        """Keyword arguments for the next upstream `create` call."""
+        """The body of the next upstream request (plain chat: no tools)."""
         return {**self._upstream, "messages": self._messages + self._retry_turns}
+
+    @property
+    def stop(self) -> list[str]:
+        """The stop sequences the reply is cut at (also applied here, to the text)."""
+        return list(self._stops)
+
+    @property
+    def cut_off(self) -> bool:
+        """Every choice of the attempt reached a stop sequence: nothing more it sends counts,
+        so a transport may stop reading it."""
+        return bool(self._cutters) and all(cutter.stopped for cutter in self._cutters.values())
 
     # -- streamed -----------------------------------------------------------------------------
 
-    def chunk(self, chunk: ChatCompletionChunk) -> list[ChatCompletionChunk]:
-        # Servers send odd chunks the SDK passes on as they are: `choices: null`, a choice
-        # without `delta`, `data: {}` keep-alives. Take what is there.
+    def chunk(self, chunk: Mapping[str, Any]) -> list[Chunk]:
+        # Servers send odd chunks: `choices: null`, a choice without `delta`, `data: {}`
+        # keep-alives. Take what is there.
         self._remember_metadata(chunk)
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self._add_usage(usage.model_dump(exclude_none=True))
-        out: list[ChatCompletionChunk] = []
-        for choice in getattr(chunk, "choices", None) or ():
-            index = getattr(choice, "index", None) or 0
-            delta = getattr(choice, "delta", None)
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self._add_usage(usage)
+        out: list[Chunk] = []
+        for choice in chunk.get("choices") or ():
+            index = choice.get("index") or 0
             deltas: list[Delta] = []
             if index not in self._announced:
                 self._announced.add(index)
                 deltas.append({"role": "assistant"})
-            calls = [
-                call.model_dump(exclude_none=True)
-                for call in (getattr(delta, "tool_calls", None) or ())
-            ]
-            deltas += self._take(index, delta, calls, getattr(choice, "finish_reason", None))
+            delta = choice.get("delta") or {}
+            deltas += self._take(index, delta, delta.get("tool_calls") or [], choice)
             out += [self._chunk(index, d) for d in deltas]
         return out
 
-    def stream_ended(self) -> tuple[list[ChatCompletionChunk], bool]:
+    def stream_ended(self) -> tuple[list[Chunk], bool]:
         """The upstream stream is over: the last chunks, and whether to ask again."""
         if not self._replies or set(self._finish) != set(self._replies):
             raise IncompleteStreamError(
@@ -180,19 +186,17 @@ class CompletionSession:
             out.append(self._chunk(index, final, reply.finish_reason(self._finish[index])))
         if self._usage is not None:
             out.append(
-                ChatCompletionChunk.model_validate(
-                    {**self._envelope("chat.completion.chunk"), "choices": [], "usage": self._usage}
-                )
+                {**self._envelope("chat.completion.chunk"), "choices": [], "usage": self._usage}
             )
         return out, False
 
-    def continuation_failed(self) -> list[ChatCompletionChunk] | None:
+    def continuation_failed(self) -> list[Chunk] | None:
         """The request for a continuation failed (an error, a cut stream): the reply kept
         before it stands, and these chunks end it. None when no continuation was under way
         (the failure is the caller's to see)."""
-        if not self._continuing:
+        if self._ask is not Ask.CONTINUATION:
             return None
-        self._continuing = False
+        self._ask = Ask.FIRST
         out = []
         for index, reply in sorted(self._replies.items()):
             reply.settle(True, lambda _: False)  # what the continuation held is dropped
@@ -202,24 +206,24 @@ class CompletionSession:
 
     # -- whole --------------------------------------------------------------------------------
 
-    def completion(self, response: ChatCompletion) -> bool:
+    def completion(self, response: Mapping[str, Any]) -> bool:
         """Take in a whole upstream completion; returns whether to ask again."""
         self._remember_metadata(response)
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            self._add_usage(usage.model_dump(exclude_none=True))
-        for choice in getattr(response, "choices", None) or ():
-            message = getattr(choice, "message", None)
-            calls = [
-                {"index": i, **call.model_dump(exclude_none=True)}
-                for i, call in enumerate(getattr(message, "tool_calls", None) or ())
-            ]
-            index = getattr(choice, "index", None) or 0
-            self._take(index, message, calls, getattr(choice, "finish_reason", None) or "stop")
+        usage = response.get("usage")
+        if isinstance(usage, Mapping):
+            self._add_usage(usage)
+        for choice in response.get("choices") or ():
+            message = choice.get("message") or {}
+            calls = [{"index": i, **call} for i, call in enumerate(message.get("tool_calls") or ())]
+            index = choice.get("index") or 0
+            self._take(
+                index, message, calls, {"finish_reason": choice.get("finish_reason") or "stop"}
+            )
         _, ask_again = self._end_attempt()
         return ask_again
 
-    def result(self) -> ChatCompletion:
+    def result(self) -> dict[str, Any]:
+        """The whole reply, as a `chat.completion`."""
         choices = [
             {
                 "index": index,
@@ -232,19 +236,25 @@ class CompletionSession:
         body = {**self._envelope("chat.completion"), "choices": choices}
         if self._usage is not None:
             body["usage"] = self._usage
-        return ChatCompletion.model_validate(body)
+        return body
 
     def _take(
-        self, index: int, part: object, calls: list[Delta], finish: str | None
+        self, index: int, part: Mapping[str, Any], calls: list[Delta], choice: Mapping[str, Any]
     ) -> list[Delta]:
         """One choice's piece of a reply (a chunk's delta or a whole message), as deltas."""
         reply = self._reply(index)
+        cutter = self._cutters[index]
         deltas = reply.upstream_reasoning(_reasoning_of(part))
         deltas += reply.upstream_tool_calls(calls)
-        content = getattr(part, "content", None)
-        if isinstance(content, str) and content:
-            deltas += reply.text(content)
+        content = part.get("content")
+        if isinstance(content, str) and content and not cutter.stopped:
+            deltas += reply.text(cutter.feed(content))
+        finish = choice.get("finish_reason")
+        if cutter.stopped:
+            finish = "stop"  # as a server reports a stop sequence
         if finish is not None:
+            if index not in self._finish:
+                deltas += reply.text(cutter.close())
             self._finish[index] = finish
         return deltas
 
@@ -262,9 +272,7 @@ class CompletionSession:
         def repeated(text: str) -> bool:
             return any(earlier.startswith(text.strip()) for earlier in self._rejected_text)
 
-        rejected = ask_again and not self._continuing  # a continued attempt is kept
-        if not ask_again:
-            self._continuing = False
+        rejected = ask_again and self._ask is not Ask.CONTINUATION  # a continued one is kept
         for index, reply in sorted(self._replies.items()):
             out += [(index, delta) for delta in reply.settle(rejected, repeated)]
         if not ask_again:
@@ -272,49 +280,45 @@ class CompletionSession:
         return out, ask_again
 
     def _ask_again(self) -> bool:
+        """Whether to ask again, and how: the one place the next attempt's `Ask` is chosen."""
         reason = self._repair_reason()
         if reason is None:
-            return False
+            return self._next_attempt(None)
         reply = self._replies[0]
-        self._afresh = False
+        findings = reply.attempt
         if reply.continuable:
             if self._repairs_left == 0:
-                return False
+                return self._next_attempt(None)
             self._repairs_left -= 1
-            self._continuing = True
             self._unsaid_asked_about = None
-            if reply.attempt_copied:
-                self._hide_examples(reply.attempt_copied)
+            if findings.copied:
+                self._hide_examples(findings.copied)
             written = self._written_back("", reply.made_calls())
-            return self._retry_with(written, reason)
-        if self._answers_a_guess_ask() and reply.attempt_ungrounded:
+            return self._retry_with(written, reason, Ask.CONTINUATION)
+        if self._answers_a_guess_ask() and findings.ungrounded:
             # Checked only to see whether the model guesses again: what it insists on stands.
             if not self._guessed_again():
-                return False
+                return self._next_attempt(None)
             self._guess_asks_left -= 1
-            reason += " " + _NO_MORE_GUESSES
-        elif (
-            reply.attempt_copied
-            and not reply.attempt_unsaid
-            and self._hide_examples(reply.attempt_copied)
-        ):
+            reason += " " + sentences.NO_MORE_GUESSES
+        elif findings.copied and not findings.unsaid and self._hide_examples(findings.copied):
             return self._ask_afresh(reason)
         elif self._repairs_left > 0:
             self._repairs_left -= 1
         else:
-            return False
-        self._unsaid_asked_about = list(reply.attempt_unsaid) if reply.attempt_unsaid else None
+            return self._next_attempt(None)
+        self._unsaid_asked_about = list(findings.unsaid) if findings.unsaid else None
         attempt = reply.attempt_result()
         self._rejected_text.append(attempt.content.strip())
-        return self._retry_with(self._attempt_written_back(attempt), reason)
+        return self._retry_with(self._attempt_written_back(attempt), reason, Ask.REPAIR)
 
-    def _retry_with(self, written: str, reason: str) -> bool:
+    def _retry_with(self, written: str, reason: str, ask: Ask) -> bool:
         self._retry_turns += [
             {"role": "assistant", "content": written},
             {"role": "user", "content": reason},
         ]
         self._repairs.append({"reply": written, "reason": reason})
-        return self._next_attempt()
+        return self._next_attempt(ask)
 
     def _hide_examples(self, copied: dict[str, list[str]]) -> bool:
         """Render the request again with the examples the calls copied taken out of their
@@ -343,32 +347,41 @@ class CompletionSession:
         copy and told where it came from writes it again. It does not use up a repair (it
         happens once per example), so that a required call asked afresh can still be
         asked for."""
-        self._afresh = True
         attempt = self._replies[0].attempt_result()
         self._repairs.append({"reply": self._attempt_written_back(attempt), "reason": reason})
         self._rejected_text.append(attempt.content.strip())
         self._retry_turns = []
-        return self._next_attempt()
+        return self._next_attempt(Ask.AFRESH)
 
-    def _next_attempt(self) -> bool:
+    def _next_attempt(self, ask: Ask | None) -> bool:
+        """Start the attempt asked for (None: the reply is over, nothing is asked)."""
+        if ask is None:
+            if self._ask is Ask.CONTINUATION:
+                self._ask = Ask.FIRST  # the continuation ended: the reply is as it stands
+            return False
+        self._ask = ask
         self._attempt += 1
-        self._attempt_started.clear()
+        self._cutters.clear()
         self._finish.clear()
         return True
 
     def _attempt_written_back(self, attempt: ParseResult) -> str:
         """A rejected attempt: its text, and its calls as it wrote them."""
-        calls = [(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
-        calls += [(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
+        calls = [MadeCall(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
+        calls += [MadeCall(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
         return self._written_back(attempt.content, calls)
 
-    def _written_back(self, content: str, written: list[tuple[str, str, str]]) -> str:
+    def _written_back(self, content: str, written: list[MadeCall]) -> str:
         """An attempt as the next request shows it to the model: written back as history is
         (its text, and its calls as it wrote them), so no copy of the raw reply is kept while
         it streams."""
         calls = [
-            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
-            for id_, name, arguments in written
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in written
         ]
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
@@ -382,45 +395,35 @@ class CompletionSession:
 
     def _guessed_again(self) -> bool:
         """Asked about values nobody said, the model called with other such values."""
-        unsaid = self._replies[0].attempt_unsaid
+        unsaid = self._replies[0].attempt.unsaid
         return bool(unsaid) and set(unsaid) != set(self._unsaid_asked_about or ())
 
     def _repair_reason(self) -> str | None:
         if len(self._replies) != 1 or self._choice.mode == "none":
             return None
         reply = self._replies[0]
-        block = self._call_form()
+        findings = reply.attempt
+        form = sentences.call_form(self._fmt.syntax, self._fmt.call_tag)
         if reply.continuable:
             # A copy is not quoted back: shown its copy, a model writes it again.
-            copies = set(reply.attempt_copy_errors)
-            reasons = [
-                e.rstrip(".") for e in dict.fromkeys(reply.attempt_errors) if e not in copies
-            ]
-            which = "One of your calls" if len(reply.attempt_errors) == 1 else "Some of your calls"
-            why = f": {'; '.join(reasons)}" if reasons else ""
-            return (
-                f"{which} could not be used{why}. The others stand: write again only the calls "
-                f"the request still needs, each as {block}."
-            )
+            copies = set(findings.copy_errors)
+            reasons = [e.rstrip(".") for e in dict.fromkeys(findings.errors) if e not in copies]
+            return sentences.some_calls_unusable(reasons, len(findings.errors), form)
         if reply.has_calls:
             return None
-        if reply.attempt_valid:
-            if not reply.attempt_ungrounded:
+        if findings.valid:
+            if not findings.ungrounded:
                 return None
-            return " ".join(dict.fromkeys(reply.attempt_ungrounded))
+            return " ".join(dict.fromkeys(findings.ungrounded))
         if self._choice.name is not None:
-            return f"You must call the tool {self._choice.name} now. Reply with {block}."
-        if reply.attempt_errors:
-            errors = "; ".join(dict.fromkeys(reply.attempt_errors))
-            return (
-                f"Your tool call could not be used: {errors}. Write the call again, "
-                f"correctly, as {block}."
-            )
+            return sentences.named_call_required(self._choice.name, form)
+        if findings.errors:
+            return sentences.call_unusable("; ".join(dict.fromkeys(findings.errors)), form)
         if self._choice.mode == "required":
-            return f"You must call one of the tools now. Reply with {block}."
-        if not reply.attempt_text_preview.strip() and self._finish.get(0) != "length":
+            return sentences.call_required(form)
+        if not findings.text_preview.strip() and self._finish.get(0) != "length":
             # Typically a made-up tool result cut by the stop sequence, with nothing before it.
-            return f"Your reply was empty. Answer the user, or call a function with {block}."
+            return sentences.empty_reply(form)
         return None
 
     def _check_required(self) -> None:
@@ -431,27 +434,19 @@ class CompletionSession:
                 continue
             wanted = f"the tool {self._choice.name}" if self._choice.name else "a tool"
             attempts = self._attempt + 1
-            said = reply.attempt_text_preview.strip()
-            errors = "; ".join(dict.fromkeys(reply.attempt_errors))
+            said = reply.attempt.text_preview.strip()
+            errors = "; ".join(dict.fromkeys(reply.attempt.errors))
             raise ToolCallRequiredError(
                 f"The request requires a call to {wanted} (tool_choice), and the model made "
                 f"no usable call in {attempts} attempt{'s' if attempts > 1 else ''}"
                 + (f" (its calls were invalid: {errors})" if errors else "")
-                + (f"; it answered: {said[:200]!r}" if said else "")
+                + (f"; it answered: {said[:TEXT_PREVIEW_CHARS]!r}" if said else "")
                 + ". Allow more repair_attempts, use a model that follows the tools prompt, "
                 "or do not require a call."
             )
 
     def _repair_fields(self, index: int) -> dict[str, Any]:
         return {"repairs": list(self._repairs)} if index == 0 and self._repairs else {}
-
-    def _call_form(self) -> str:
-        tag = self._fmt.call_tag
-        if self._fmt.syntax == "qwen3_coder":
-            return f"a <{tag}> block with <function=...> and <parameter=...> tags"
-        if self._fmt.syntax == "pythonic":
-            return f'a <{tag}> block holding [name(key="value")]'
-        return f'a <{tag}> block holding {{"name": ..., "arguments": {{...}}}}'
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -461,113 +456,61 @@ class CompletionSession:
             reply = self._replies[index] = ChoiceReply(
                 self._policy, aggregate=self._aggregate, json_answer=self._json_answer
             )
-        if index not in self._attempt_started:
-            self._attempt_started.add(index)
+        if index not in self._cutters:
+            self._cutters[index] = StopCutter(self._stops)
             parser = self._fmt.stream_parser(
                 self._toolbox, "auto" if self._parse_calls else "none", untrusted=self._quoted
             )
-            retry = self._attempt > 0
+            guess_check = self._answers_a_guess_ask()
             reply.start_attempt(
                 parser,
-                tentative=not self._continuing
-                and (self._repairs_left > 0 or self._answers_a_guess_ask()),
-                retry=retry,
+                self._ask,
+                tentative=self._ask is not Ask.CONTINUATION
+                and (self._repairs_left > 0 or guess_check),
                 # The answer to "you made that value up" is checked only to see whether it
                 # guesses again; the request asked afresh is checked as the first was.
-                check_grounding=not retry or self._afresh or self._answers_a_guess_ask(),
-                continuation=self._continuing,
+                check_grounding=self._ask in (Ask.FIRST, Ask.AFRESH) or guess_check,
             )
         return reply
 
-    def _remember_metadata(self, response: object) -> None:
+    def _remember_metadata(self, response: Mapping[str, Any]) -> None:
         for key in _METADATA:
             if self._metadata.get(key) is None:
-                value = self._metadata[key] = getattr(response, key, None)
-                if value is not None:
-                    self._chunk_envelope = None
+                self._metadata[key] = response.get(key)
 
     def _envelope(self, kind: str) -> dict[str, Any]:
         known = {k: v for k, v in self._metadata.items() if v is not None}
         return {**known, "object": kind}
 
-    def _chunk(self, index: int, delta: Delta, finish: str | None = None) -> ChatCompletionChunk:
-        if self._chunk_envelope is None:
-            self._chunk_envelope = self._envelope("chat.completion.chunk")
-        return ChatCompletionChunk.model_validate(
-            {
-                **self._chunk_envelope,
-                "choices": [
-                    {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
-                ],
-            }
-        )
+    def _chunk(self, index: int, delta: Delta, finish: str | None = None) -> Chunk:
+        return {
+            **self._envelope("chat.completion.chunk"),
+            "choices": [
+                {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
+            ],
+        }
 
-    def _add_usage(self, usage: dict[str, Any]) -> None:
-        self._usage = usage if self._usage is None else _sum(self._usage, usage)
+    def _add_usage(self, usage: Mapping[str, Any]) -> None:
+        plain = {k: v for k, v in usage.items() if v is not None}
+        self._usage = plain if self._usage is None else _sum(self._usage, plain)
 
 
-def json_answer_request(response_format: object) -> tuple[bool, dict[str, Any] | None]:
-    """Whether a `response_format` asks for a JSON answer, and its schema if it gives one.
-    Other values (none, `{"type": "text"}`) are passed on as they are."""
-    if not isinstance(response_format, Mapping):
-        return False, None
-    kind = response_format.get("type")
-    if kind == "json_schema":
-        spec = response_format.get("json_schema")
-        schema = spec.get("schema") if isinstance(spec, Mapping) else None
-    elif kind == "json_object":
-        schema = response_format.get("schema")  # LangChain's json_mode may carry one
-    else:
-        return False, None
-    return True, dict(schema) if isinstance(schema, Mapping) and schema else None
-
-
-_NO_MORE_GUESSES = (
-    "You are guessing again. Do not call a function now: answer the user directly, and if "
-    "you need something only the user can tell you, ask for it."
-)
-
-
-def with_stop(stop: object, sequence: str) -> object:
-    """The caller's stop sequences plus `sequence` (the API allows four; a full list is kept)."""
-    if not given(stop) or stop is None:
-        return [sequence]
-    sequences = [stop] if isinstance(stop, str) else list(stop)  # type: ignore[call-overload]
-    if sequence in sequences or len(sequences) >= 4:
-        return stop
-    return [*sequences, sequence]
-
-
-def _with_instructions(messages: Any, instructions: str) -> list[Any]:
-    """A system message after the leading ones (the format engine merges them)."""
-    messages = list(messages)
-    leading = 0
-    while (
-        leading < len(messages)
-        and isinstance(messages[leading], Mapping)
-        and messages[leading].get("role") in ("system", "developer")
-    ):
-        leading += 1
-    return [*messages[:leading], {"role": "system", "content": instructions}, *messages[leading:]]
-
-
-def _reasoning_of(part: object) -> str:
+def _reasoning_of(part: Mapping[str, Any]) -> str:
     """Reasoning a server separated itself: DeepSeek's `reasoning_content`, or `reasoning`."""
-    extra = getattr(part, "model_extra", None) or {}
     for name in ("reasoning_content", "reasoning"):
-        value = extra.get(name)
+        value = part.get(name)
         if isinstance(value, str) and value:
             return value
     return ""
 
 
-def _sum(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+def _sum(first: dict[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
     total = dict(first)
     for key, value in second.items():
         previous = total.get(key)
         if isinstance(value, (int, float)) and isinstance(previous, (int, float)):
             total[key] = previous + value
-        elif isinstance(value, dict) and isinstance(previous, dict):
+        elif isinstance(value, Mapping) and isinstance(previous, dict):
             total[key] = _sum(previous, value)
         elif previous is None:
             total[key] = value

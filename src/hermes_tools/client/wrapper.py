@@ -1,23 +1,24 @@
 """`wrap(client)`: an `openai` client whose chat completions speak the native tools API.
 
 Only `chat.completions.create` changes; every other attribute is the wrapped client's own. The
-drivers here move data between a `CompletionSession` and the SDK, so the SDK's retries,
-timeouts and exceptions are exactly the caller's.
+`openai` SDK is the transport here: the reply policy (`_policy`) gets the SDK's answers as
+wire-shaped dicts and its chunks and completions come back as the SDK's own types, so the
+SDK's retries, timeouts and exceptions are exactly the caller's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import httpx
-from openai import APIError, AsyncOpenAI, AsyncStream, OpenAI, Stream
+from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools._policy.session import CompletionSession, uses_tools
+from hermes_tools._policy.drive import astream_reply, awhole_reply, stream_reply, whole_reply
+from hermes_tools._policy.request import uses_tools
+from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import (
     FormatOptionError,
     IncompleteStreamError,
@@ -37,6 +38,18 @@ _UNSUPPORTED = {
     "with_raw_response": "chat.completions.with_raw_response",
     "with_streaming_response": "chat.completions.with_streaming_response",
 }
+# A request that fails this way while a reply is being continued leaves the reply it continues.
+_REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
+
+
+def plain_request(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The SDK's keyword arguments without what it marks as not given."""
+    return {k: v for k, v in kwargs.items() if not isinstance(v, (NotGiven, Omit))}
+
+
+def wire(model: ChatCompletion | ChatCompletionChunk) -> dict[str, Any]:
+    """An SDK answer as the wire-shaped dict the reply policy reads."""
+    return model.model_dump(exclude_none=True)
 
 
 class _Wrapper(Generic[ClientT]):
@@ -73,12 +86,17 @@ class _Wrapper(Generic[ClientT]):
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def _session(self, kwargs: dict[str, Any]) -> CompletionSession | None:
+    def _session(self, kwargs: dict[str, Any]) -> ReplySession | None:
         """None when the request goes to the endpoint untouched."""
-        if not (self._parse_without_tools or uses_tools(kwargs)):
+        request = plain_request(kwargs)
+        if not (self._parse_without_tools or uses_tools(request)):
             return None
-        return CompletionSession(
-            kwargs, self._format, self._repair_attempts, aggregate=kwargs.get("stream") is not True
+        return ReplySession(
+            request,
+            self._format,
+            self._repair_attempts,
+            check_grounding=self._format.check_grounding,
+            aggregate=request.get("stream") is not True,
         )
 
     def _options(self) -> dict[str, Any]:
@@ -114,6 +132,45 @@ class _Namespace:
 _REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
 
 
+class _SyncTransport:
+    failures: tuple[type[BaseException], ...] = _REQUEST_FAILED
+
+    def __init__(self, client: OpenAI) -> None:
+        self._create = client.chat.completions.create
+
+    def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        return _chunks(self._create(**request))
+
+    def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        return wire(self._create(**request))
+
+
+class _AsyncTransport:
+    failures: tuple[type[BaseException], ...] = _REQUEST_FAILED
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._create = client.chat.completions.create
+
+    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        async for chunk in _achunks(await self._create(**request)):
+            yield chunk
+
+    async def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        return wire(await self._create(**request))
+
+
+def _chunks(stream: Stream[ChatCompletionChunk]) -> Iterator[dict[str, Any]]:
+    with stream:
+        for chunk in stream:
+            yield wire(chunk)
+
+
+async def _achunks(stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[dict[str, Any]]:
+    async with stream:
+        async for chunk in stream:
+            yield wire(chunk)
+
+
 class HermesOpenAI(_Wrapper[OpenAI]):
     """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
 
@@ -122,52 +179,20 @@ class HermesOpenAI(_Wrapper[OpenAI]):
         session = self._session(kwargs)
         if session is None:
             return create(**kwargs)  # type: ignore[no-any-return]
-        if kwargs.get("stream") is True:
+        transport = _SyncTransport(self._client)
+        if session.request().get("stream") is True:
             first: Stream[ChatCompletionChunk] = create(**session.request())
-            return HermesStream(session, first, lambda: create(**session.request()))
-        while True:
-            try:
-                ask_again = session.completion(create(**session.request()))
-            except _REQUEST_FAILED:
-                if session.continuation_failed() is None:
-                    raise
-                ask_again = False
-            if not ask_again:
-                return session.result()
+            return HermesStream(stream_reply(session, transport, _chunks(first)), first.response)
+        return ChatCompletion.model_validate(whole_reply(session, transport))
 
 
 class HermesStream:
     """Iterates `ChatCompletionChunk`s like `openai.Stream`, repairs included."""
 
-    def __init__(
-        self,
-        session: CompletionSession,
-        first: Stream[ChatCompletionChunk],
-        again: Callable[[], Stream[ChatCompletionChunk]],
-    ) -> None:
-        self._session = session
-        self._upstream = first
-        self._again = again
-        self.response = first.response
-        self._iterator = self._chunks()
-
-    def _chunks(self) -> Iterator[ChatCompletionChunk]:
-        while True:
-            try:
-                with self._upstream:
-                    for chunk in self._upstream:
-                        yield from self._session.chunk(chunk)
-                last, ask_again = self._session.stream_ended()
-                yield from last
-                if not ask_again:
-                    return
-                self._upstream = self._again()
-            except _REQUEST_FAILED:
-                ending = self._session.continuation_failed()
-                if ending is None:
-                    raise
-                yield from ending
-                return
+    def __init__(self, chunks: Iterator[dict[str, Any]], response: Any) -> None:
+        self._chunks = chunks
+        self.response = response
+        self._iterator = (ChatCompletionChunk.model_validate(chunk) for chunk in chunks)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self._iterator
@@ -187,7 +212,10 @@ class HermesStream:
         self.close()
 
     def close(self) -> None:
-        self._upstream.close()
+        self._iterator.close()
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
 
 
 class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
@@ -198,70 +226,25 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
         session = self._session(kwargs)
         if session is None:
             return await create(**kwargs)  # type: ignore[no-any-return]
-        if kwargs.get("stream") is True:
+        transport = _AsyncTransport(self._client)
+        if session.request().get("stream") is True:
             first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
-
-            async def again() -> AsyncStream[ChatCompletionChunk]:
-                return await create(**session.request())  # type: ignore[no-any-return]
-
-            return AsyncHermesStream(session, first, again)
-        while True:
-            try:
-                ask_again = session.completion(await create(**session.request()))
-            except _REQUEST_FAILED:
-                if session.continuation_failed() is None:
-                    raise
-                ask_again = False
-            if not ask_again:
-                return session.result()
-
-
-# The longest the stream runs without letting other tasks on the loop run. A fast server's
-# events arrive buffered, and the SDK hands them out without waiting on the socket: a long
-# reply in small chunks (a model stuck repeating a character) held the loop for seconds.
-_MAX_TURN_SECONDS = 0.02
+            chunks = astream_reply(session, transport, _achunks(first))
+            return AsyncHermesStream(chunks, first.response)
+        return ChatCompletion.model_validate(await awhole_reply(session, transport))
 
 
 class AsyncHermesStream:
     """Iterates `ChatCompletionChunk`s like `openai.AsyncStream`, repairs included."""
 
-    def __init__(
-        self,
-        session: CompletionSession,
-        first: AsyncStream[ChatCompletionChunk],
-        again: Callable[[], Any],
-    ) -> None:
-        self._session = session
-        self._upstream = first
-        self._again = again
-        self.response = first.response
-        self._iterator = self._chunks()
+    def __init__(self, chunks: AsyncIterator[dict[str, Any]], response: Any) -> None:
+        self._chunks = chunks
+        self.response = response
+        self._iterator = self._validated()
 
-    async def _chunks(self) -> AsyncIterator[ChatCompletionChunk]:
-        turn_started = time.perf_counter()
-        while True:
-            try:
-                async with self._upstream:
-                    async for chunk in self._upstream:
-                        for out in self._session.chunk(chunk):
-                            yield out
-                        now = time.perf_counter()
-                        if now - turn_started > _MAX_TURN_SECONDS:
-                            await asyncio.sleep(0)  # let the loop's other tasks run
-                            turn_started = time.perf_counter()
-                last, ask_again = self._session.stream_ended()
-                for out in last:
-                    yield out
-                if not ask_again:
-                    return
-                self._upstream = await self._again()
-            except _REQUEST_FAILED:
-                ending = self._session.continuation_failed()
-                if ending is None:
-                    raise
-                for out in ending:
-                    yield out
-                return
+    async def _validated(self) -> AsyncIterator[ChatCompletionChunk]:
+        async for chunk in self._chunks:
+            yield ChatCompletionChunk.model_validate(chunk)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self._iterator
@@ -281,7 +264,10 @@ class AsyncHermesStream:
         await self.close()
 
     async def close(self) -> None:
-        await self._upstream.close()
+        await self._iterator.aclose()  # type: ignore[attr-defined]
+        aclose = getattr(self._chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 @overload

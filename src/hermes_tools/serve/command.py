@@ -182,7 +182,7 @@ class WithoutUpstreamCuts(logging.Filter):
         kind = record.exc_info[0] if record.exc_info else None
         if kind is None:
             return True
-        return f"{kind.__module__}.{kind.__qualname__}" != "hermes_tools.serve.app.UpstreamCut"
+        return f"{kind.__module__}.{kind.__qualname__}" != "hermes_tools.errors.UpstreamCut"
 
 
 def log_config(level: str) -> dict[str, Any]:

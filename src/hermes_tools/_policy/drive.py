@@ -1,0 +1,146 @@
+"""The loop every transport shares: send the session's request, feed it what comes back, and
+send again while the policy asks for another attempt.
+
+A transport supplies only "send these plain messages, give me the reply": `stream` yields
+`chat.completion.chunk` dicts, `create` returns a `chat.completion` dict, and `failures` names
+the exceptions that mean the request failed (then a continuation under way ends the reply as
+it was kept, and any other request's failure is the caller's to see). Whatever the model is
+(an OpenAI-compatible server, a LangChain or LlamaIndex model in this process, the proxy's
+upstream), the policy is the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any, Protocol
+
+from hermes_tools._policy.session import Chunk, ReplySession
+
+# The longest an async stream runs without letting other tasks on the loop run. A fast
+# server's events arrive buffered, and a client hands them out without waiting on the socket:
+# a long reply in small chunks (a model stuck repeating a character) held the loop for seconds.
+MAX_TURN_SECONDS = 0.02
+
+
+class Transport(Protocol):
+    failures: tuple[type[BaseException], ...]
+
+    def stream(self, request: dict[str, Any]) -> Iterator[Mapping[str, Any]]: ...
+
+    def create(self, request: dict[str, Any]) -> Mapping[str, Any]: ...
+
+
+class AsyncTransport(Protocol):
+    failures: tuple[type[BaseException], ...]
+
+    def stream(self, request: dict[str, Any]) -> AsyncIterator[Mapping[str, Any]]: ...
+
+    async def create(self, request: dict[str, Any]) -> Mapping[str, Any]: ...
+
+
+def whole_reply(session: ReplySession, transport: Transport) -> dict[str, Any]:
+    while True:
+        try:
+            ask_again = session.completion(transport.create(session.request()))
+        except transport.failures:
+            if session.continuation_failed() is None:
+                raise
+            ask_again = False
+        if not ask_again:
+            return session.result()
+
+
+def stream_reply(
+    session: ReplySession,
+    transport: Transport,
+    first: Iterator[Mapping[str, Any]] | None = None,
+) -> Iterator[Chunk]:
+    """The reply's chunks, repairs included. `first`: the first attempt's stream, when the
+    transport already opened it (so that a failing request fails where it was made)."""
+    upstream = first
+    while True:
+        try:
+            if upstream is None:
+                upstream = transport.stream(session.request())
+            try:
+                for chunk in upstream:
+                    yield from session.chunk(chunk)
+                    if session.cut_off:
+                        break
+            finally:
+                _close(upstream)
+            upstream = None
+            last, ask_again = session.stream_ended()
+            yield from last
+            if not ask_again:
+                return
+        except transport.failures:
+            ending = session.continuation_failed()
+            if ending is None:
+                raise
+            yield from ending
+            return
+
+
+async def awhole_reply(session: ReplySession, transport: AsyncTransport) -> dict[str, Any]:
+    while True:
+        try:
+            ask_again = session.completion(await transport.create(session.request()))
+        except transport.failures:
+            if session.continuation_failed() is None:
+                raise
+            ask_again = False
+        if not ask_again:
+            return session.result()
+
+
+async def astream_reply(
+    session: ReplySession,
+    transport: AsyncTransport,
+    first: AsyncIterator[Mapping[str, Any]] | None = None,
+) -> AsyncIterator[Chunk]:
+    upstream = first
+    turn_started = time.perf_counter()
+    while True:
+        try:
+            if upstream is None:
+                upstream = transport.stream(session.request())
+            try:
+                async for chunk in upstream:
+                    for out in session.chunk(chunk):
+                        yield out
+                    if session.cut_off:
+                        break
+                    now = time.perf_counter()
+                    if now - turn_started > MAX_TURN_SECONDS:
+                        await asyncio.sleep(0)  # let the loop's other tasks run
+                        turn_started = time.perf_counter()
+            finally:
+                await _aclose(upstream)
+            upstream = None
+            last, ask_again = session.stream_ended()
+            for out in last:
+                yield out
+            if not ask_again:
+                return
+        except transport.failures:
+            ending = session.continuation_failed()
+            if ending is None:
+                raise
+            for out in ending:
+                yield out
+            return
+
+
+def _close(stream: object) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+
+
+async def _aclose(stream: object) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()

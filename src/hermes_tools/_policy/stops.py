@@ -1,0 +1,51 @@
+"""Stop sequences applied on our side, to text as it arrives.
+
+A server applies the request's `stop` itself; a model called in the same process may take no
+stop sequences at all. Cutting the text here as well gives the same reply either way: what
+comes before the first stop sequence passes, a tail that may begin one is held until the
+next text shows whether it does, and nothing after a stop sequence is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class StopCutter:
+    __slots__ = ("_held", "_longest", "_sequences", "stopped")
+
+    def __init__(self, sequences: Sequence[str]) -> None:
+        self._sequences = tuple(s for s in sequences if s)
+        self._longest = max((len(s) for s in self._sequences), default=0)
+        self._held = ""
+        self.stopped = False
+
+    def feed(self, text: str) -> str:
+        """The part of `text` (after what was held) that is before any stop sequence."""
+        if self.stopped:
+            return ""
+        if not self._sequences:
+            return text
+        window = self._held + text
+        cut = min((at for at in (window.find(s) for s in self._sequences) if at >= 0), default=-1)
+        if cut >= 0:
+            self.stopped = True
+            self._held = ""
+            return window[:cut]
+        keep = self._possible_start(window)
+        self._held = window[keep:]
+        return window[:keep]
+
+    def close(self) -> str:
+        """The output ended: a held tail was no stop sequence after all."""
+        held, self._held = self._held, ""
+        return held
+
+    def _possible_start(self, window: str) -> int:
+        """Where the longest tail of `window` that begins some stop sequence starts."""
+        start = max(0, len(window) - self._longest + 1)
+        for at in range(start, len(window)):
+            tail = window[at:]
+            if any(s.startswith(tail) for s in self._sequences):
+                return at
+        return len(window)
