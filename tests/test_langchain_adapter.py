@@ -19,7 +19,6 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import tool
 from langchain_core.utils.json import parse_partial_json
-from openai.types.chat import ChatCompletionChunk
 from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict
 
@@ -117,17 +116,16 @@ def test_history_keeps_everything_the_format_engine_needs() -> None:
 # -- streamed chunks -------------------------------------------------------------------------
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> ChatCompletionChunk:
-    return ChatCompletionChunk.model_validate(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            **extra,
-        }
-    )
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A `chat.completion.chunk` as the reply policy gives it."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
 
 
 REPLY = [
@@ -175,21 +173,19 @@ REPLY = [
         },
         "length",
     ),
-    ChatCompletionChunk.model_validate(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "m",
-            "choices": [],
-            "usage": {
-                "prompt_tokens": 7,
-                "completion_tokens": 5,
-                "total_tokens": 12,
-                "completion_tokens_details": {"reasoning_tokens": 2},
-            },
-        }
-    ),
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": 7,
+            "completion_tokens": 5,
+            "total_tokens": 12,
+            "completion_tokens_details": {"reasoning_tokens": 2},
+        },
+    },
 ]
 
 

@@ -17,13 +17,12 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 from llama_index.core.tools import FunctionTool
-from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from pydantic import ValidationError
 
 from hermes_tools import HermesFormat
 from hermes_tools.llama_index import HermesLLM, ReplyBuilder, resolve_tool_choice, tool_selections
-from hermes_tools.llama_index.convert import keep_one_call, to_openai_messages
+from hermes_tools.llama_index.convert import to_openai_messages
 
 
 def get_weather(city: str) -> str:
@@ -105,20 +104,17 @@ def test_history_with_blocks_tool_ids_and_images_is_rendered() -> None:
 # -- cumulative responses --------------------------------------------------------------------
 
 
-def chunk(
-    delta: dict[str, Any] | None, finish: str | None = None, **extra: Any
-) -> ChatCompletionChunk:
+def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A `chat.completion.chunk` as the reply policy gives it."""
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    return ChatCompletionChunk.model_validate(
-        {
-            "id": "x",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "m",
-            "choices": choices,
-            **extra,
-        }
-    )
+    return {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": choices,
+        **extra,
+    }
 
 
 STREAM = [
@@ -214,13 +210,6 @@ def test_get_tool_calls_never_raises_when_told_not_to() -> None:
         model.get_tool_calls_from_response(plain)
     for response in responses():
         model.get_tool_calls_from_response(response, error_on_no_tool_call=False)
-
-
-def test_keep_one_call() -> None:
-    message = responses()[-1].message
-    keep_one_call(message)
-    assert [b.tool_call_id for b in message.blocks if isinstance(b, ToolCallBlock)] == ["a"]
-    assert [c.id for c in message.additional_kwargs["tool_calls"]] == ["a"]
 
 
 # -- the LLM ---------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ always agree.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field, fields
 from typing import Any, Literal
 
 from hermes_tools._parse.parser import StreamParser, new_call_id
@@ -19,19 +20,6 @@ from hermes_tools._tools.toolbox import Toolbox
 from hermes_tools._tools.trust import QuotedCalls
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.events import ParseResult
-
-FORMAT_OPTIONS = (
-    "syntax",
-    "call_tag",
-    "response_tag",
-    "instructions",
-    "template",
-    "tool_result_role",
-    "system_prompt_in_user",
-    "raw_json",
-    "think_open",
-    "check_grounding",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +40,10 @@ class HermesFormat:
       templates without a system role.
     - `raw_json`: read a bare JSON object naming a bound tool at the end of a reply as a call.
     - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
-    - `check_grounding`: when a call uses only argument values found nowhere in the
-      conversation (`get_weather(city="Paris")` in answer to "Hi!"), or a number copied from
-      its tool's description, ask again, telling the model so (see `grounding`), and once
-      more if it answers with other made-up values (see `client.session`); needs
-      `repair_attempts` >= 1. A call after one that already went out is not asked again,
-      but one that copies such a number is invalid; values nobody said are not asked about
-      in a call after the reply's own words (they went out already).
+
+    `check_grounding` is a choice of the reply policy, not of the text: pass it to `wrap()`
+    or the model (`ChatHermes`, `HermesLLM`, ...). Given here, it still applies, with a
+    `DeprecationWarning`.
     """
 
     syntax: Syntax = "json"
@@ -70,9 +55,18 @@ class HermesFormat:
     system_prompt_in_user: bool = False
     raw_json: bool = True
     think_open: bool = False
-    check_grounding: bool = True
+    check_grounding: InitVar[bool | None] = None
+    legacy_check_grounding: bool | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, check_grounding: bool | None) -> None:
+        if check_grounding is not None:
+            warnings.warn(
+                "HermesFormat(check_grounding=...) is deprecated: pass check_grounding to "
+                "wrap() or to the model (ChatHermes, HermesLLM, with_tool_calling) instead.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            object.__setattr__(self, "legacy_check_grounding", check_grounding)
         if self.syntax not in SYNTAXES:
             raise FormatOptionError(
                 f"syntax must be one of {', '.join(map(repr, SYNTAXES))}, not {self.syntax!r}."
@@ -184,3 +178,7 @@ class HermesFormat:
         parser.feed(text)
         parser.close()
         return parser.result()
+
+
+# The format's options, as the frameworks' models and the proxy's config name them.
+FORMAT_OPTIONS = tuple(option.name for option in fields(HermesFormat) if option.init)

@@ -1,9 +1,11 @@
-"""What the LangChain and LlamaIndex adapters share: the format options as model fields, and
-the wrapped clients built from them.
+"""What the LangChain and LlamaIndex models share: the format and reply-policy options as
+model fields (`ToolCallingSettings`), and for the models that reach an endpoint over HTTP the
+`openai` clients built from them (`HermesSettings`).
 
-Both frameworks' models are pydantic models, so this is a pydantic mixin; only the adapters
-import it (the core needs no pydantic). The clients are built from the fields at the time of
-each request, so changing a field (`api_base`, a format option) takes effect.
+Both frameworks' models are pydantic models, so these are pydantic mixins; only the adapters
+import them (the core needs no pydantic). The fields are read at the time of each request, so
+changing one (`api_base`, a format option) takes effect. The format options are declared here
+and in `HermesFormat`, so that a model's constructor shows them; a test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
 from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 
 
-class HermesSettings(BaseModel):
-    """Format options (see `hermes_tools.HermesFormat`) and the clients they shape."""
+class ToolCallingSettings(BaseModel):
+    """Format options (see `hermes_tools.HermesFormat`) and the reply policy's."""
 
     syntax: Syntax = "json"
     """Call syntax the prompt teaches: "json" or "qwen3_coder" (both are read)."""
@@ -39,14 +42,8 @@ class HermesSettings(BaseModel):
     """How many times to ask again when a reply's calls are unusable or a required call is
     missing (0 disables)."""
 
-    _clients: LazyClients = PrivateAttr(default_factory=LazyClients)
-
-    def _client_options(self, *, asynchronous: bool) -> dict[str, Any]:
-        """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""
-        raise NotImplementedError
-
     @model_validator(mode="after")
-    def _check_format(self) -> HermesSettings:
+    def _check_format(self) -> ToolCallingSettings:
         HermesFormat.from_settings(self)  # bad format options fail at construction
         return self
 
@@ -54,11 +51,32 @@ class HermesSettings(BaseModel):
         options = {name: getattr(self, name) for name in FORMAT_OPTIONS if name != "template"}
         return {**options, "prompt_template": self.prompt_template}
 
+    def _session(self, request: dict[str, Any], *, stream: bool) -> ReplySession:
+        """The reply policy for one request (OpenAI-shaped, with tools)."""
+        return ReplySession(
+            request,
+            HermesFormat.from_settings(self),
+            self.repair_attempts,
+            check_grounding=self.check_grounding,
+            aggregate=not stream,
+        )
+
+
+class HermesSettings(ToolCallingSettings):
+    """The options, and the `openai` clients of an endpoint reached over HTTP."""
+
+    _clients: LazyClients = PrivateAttr(default_factory=LazyClients)
+
+    def _client_options(self, *, asynchronous: bool) -> dict[str, Any]:
+        """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""
+        raise NotImplementedError
+
     def _settings(self, *, asynchronous: bool) -> ClientSettings:
         return ClientSettings(
             HermesFormat.from_settings(self),
             self.repair_attempts,
             self._client_options(asynchronous=asynchronous),
+            self.check_grounding,
         )
 
     @property

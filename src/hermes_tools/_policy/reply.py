@@ -67,6 +67,9 @@ _MADE_LIMIT = 16_000
 _NO_EVENTS: list[Event] = []  # never appended to: the per-event default needs no allocation
 
 
+ONE_CALL_ONLY = "only one call is allowed per reply (parallel_tool_calls=False)"
+
+
 class Release(enum.Enum):
     """When an attempt's events go out."""
 
@@ -186,6 +189,7 @@ class ChoiceReply:
         self._wire_count = 0
         self.native_tool_calls: list[Delta] = []
         self.invalid_tool_calls: list[dict[str, Any]] = []
+        self._streamed_invalid: set[str] = set()  # ids of invalid calls that went on the wire
         self.dropped_tool_calls: list[dict[str, Any]] = []
         self.after_end: list[str] = []  # what kept attempts wrote after an end-of-turn token
         self.valid_calls = 0
@@ -402,7 +406,7 @@ class ChoiceReply:
         if choice.name is not None and name != choice.name:
             return f"tool_choice requires a call to {choice.name}, not {name}"
         if self._policy.single_call and self.valid_calls + self.attempt.valid >= 1:
-            return "only one call is allowed per reply (parallel_tool_calls=False)"
+            return ONE_CALL_ONLY
         return None
 
     def _unbound_problem(self, name: str | None) -> str | None:
@@ -592,6 +596,7 @@ class ChoiceReply:
         )
         if wire is None:
             return []
+        self._streamed_invalid.add(call.id)
         if self._aggregate:
             del self._calls[wire.index]  # the message lists valid calls only
             return []
@@ -677,10 +682,25 @@ class ChoiceReply:
         return message
 
     def extensions(self) -> dict[str, Any]:
-        """The extension fields that come with the finish reason."""
-        fields: dict[str, Any] = {"invalid_tool_calls": list(self.invalid_tool_calls)}
-        if self.dropped_tool_calls:
-            fields["dropped_tool_calls"] = list(self.dropped_tool_calls)
+        """The extension fields that come with the finish reason. Where only one call is
+        allowed, a reply that made it holds no invalid call beside it (one not streamed
+        already): those are dropped, with the reason."""
+        invalid, dropped = list(self.invalid_tool_calls), list(self.dropped_tool_calls)
+        if self._policy.single_call and self.has_calls:
+            beside = [c for c in invalid if c["id"] not in self._streamed_invalid]
+            invalid = [c for c in invalid if c["id"] in self._streamed_invalid]
+            dropped += [
+                {
+                    "id": c["id"],
+                    "name": c["name"],
+                    "arguments": c["arguments"],
+                    "reason": ONE_CALL_ONLY + f" (and this one could not be used: {c['error']})",
+                }
+                for c in beside
+            ]
+        fields: dict[str, Any] = {"invalid_tool_calls": invalid}
+        if dropped:
+            fields["dropped_tool_calls"] = dropped
         if self.after_end:
             fields["after_end"] = "".join(self.after_end)
         return fields

@@ -28,6 +28,7 @@ class ClientSettings:
     format: HermesFormat
     repair_attempts: int
     options: dict[str, Any]  # keyword arguments for `openai.OpenAI` / `AsyncOpenAI`
+    check_grounding: bool = True
 
     def wrap_options(self) -> dict[str, Any]:
         # Framework models also read plain replies (reasoning, end tokens).
@@ -35,6 +36,7 @@ class ClientSettings:
             "format": self.format,
             "repair_attempts": self.repair_attempts,
             "parse_without_tools": True,
+            "check_grounding": self.check_grounding,
         }
 
 

@@ -8,20 +8,25 @@ SDK's retries, timeouts and exceptions are exactly the caller's.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-import httpx
-from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, Stream
+from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._policy.drive import astream_reply, awhole_reply, stream_reply, whole_reply
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
+from hermes_tools.client.transport import (
+    AsyncOpenAITransport,
+    OpenAITransport,
+    achunks,
+    chunks,
+    plain_request,
+)
 from hermes_tools.errors import (
     FormatOptionError,
-    IncompleteStreamError,
     UnsupportedFeatureError,
     WrongTypeError,
 )
@@ -38,30 +43,24 @@ _UNSUPPORTED = {
     "with_raw_response": "chat.completions.with_raw_response",
     "with_streaming_response": "chat.completions.with_streaming_response",
 }
-# A request that fails this way while a reply is being continued leaves the reply it continues.
-_REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
-
-
-def plain_request(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The SDK's keyword arguments without what it marks as not given."""
-    return {k: v for k, v in kwargs.items() if not isinstance(v, (NotGiven, Omit))}
-
-
-def wire(model: ChatCompletion | ChatCompletionChunk) -> dict[str, Any]:
-    """An SDK answer as the wire-shaped dict the reply policy reads."""
-    return model.model_dump(exclude_none=True)
 
 
 class _Wrapper(Generic[ClientT]):
     """What both wrapped clients share; subclasses provide `_create`."""
 
     def __init__(
-        self, client: ClientT, fmt: HermesFormat, repair_attempts: int, parse_without_tools: bool
+        self,
+        client: ClientT,
+        fmt: HermesFormat,
+        repair_attempts: int,
+        parse_without_tools: bool,
+        check_grounding: bool = True,
     ) -> None:
         self._client: ClientT = client
         self._format = fmt
         self._repair_attempts = repair_attempts
         self._parse_without_tools = parse_without_tools
+        self._check_grounding = check_grounding
         completions = _Namespace(client.chat.completions, create=self._create)
         self.chat = _Namespace(client.chat, completions=completions)
 
@@ -95,7 +94,7 @@ class _Wrapper(Generic[ClientT]):
             request,
             self._format,
             self._repair_attempts,
-            check_grounding=self._format.check_grounding,
+            check_grounding=self._check_grounding,
             aggregate=request.get("stream") is not True,
         )
 
@@ -104,6 +103,7 @@ class _Wrapper(Generic[ClientT]):
             "fmt": self._format,
             "repair_attempts": self._repair_attempts,
             "parse_without_tools": self._parse_without_tools,
+            "check_grounding": self._check_grounding,
         }
 
 
@@ -128,49 +128,6 @@ class _Namespace:
         return getattr(self._target, name)
 
 
-# A request that fails this way while a reply is being continued leaves the reply it continues.
-_REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
-
-
-class _SyncTransport:
-    failures: tuple[type[BaseException], ...] = _REQUEST_FAILED
-
-    def __init__(self, client: OpenAI) -> None:
-        self._create = client.chat.completions.create
-
-    def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        return _chunks(self._create(**request))
-
-    def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        return wire(self._create(**request))
-
-
-class _AsyncTransport:
-    failures: tuple[type[BaseException], ...] = _REQUEST_FAILED
-
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self._create = client.chat.completions.create
-
-    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for chunk in _achunks(await self._create(**request)):
-            yield chunk
-
-    async def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        return wire(await self._create(**request))
-
-
-def _chunks(stream: Stream[ChatCompletionChunk]) -> Iterator[dict[str, Any]]:
-    with stream:
-        for chunk in stream:
-            yield wire(chunk)
-
-
-async def _achunks(stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[dict[str, Any]]:
-    async with stream:
-        async for chunk in stream:
-            yield wire(chunk)
-
-
 class HermesOpenAI(_Wrapper[OpenAI]):
     """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
 
@@ -179,10 +136,10 @@ class HermesOpenAI(_Wrapper[OpenAI]):
         session = self._session(kwargs)
         if session is None:
             return create(**kwargs)  # type: ignore[no-any-return]
-        transport = _SyncTransport(self._client)
+        transport = OpenAITransport(self._client)
         if session.request().get("stream") is True:
             first: Stream[ChatCompletionChunk] = create(**session.request())
-            return HermesStream(stream_reply(session, transport, _chunks(first)), first.response)
+            return HermesStream(stream_reply(session, transport, chunks(first)), first.response)
         return ChatCompletion.model_validate(whole_reply(session, transport))
 
 
@@ -226,10 +183,10 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
         session = self._session(kwargs)
         if session is None:
             return await create(**kwargs)  # type: ignore[no-any-return]
-        transport = _AsyncTransport(self._client)
+        transport = AsyncOpenAITransport(self._client)
         if session.request().get("stream") is True:
             first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
-            chunks = astream_reply(session, transport, _achunks(first))
+            chunks = astream_reply(session, transport, achunks(first))
             return AsyncHermesStream(chunks, first.response)
         return ChatCompletion.model_validate(await awhole_reply(session, transport))
 
@@ -277,6 +234,7 @@ def wrap(
     *,
     repair_attempts: int = ...,
     parse_without_tools: bool = ...,
+    check_grounding: bool | None = ...,
     **format_options: Any,
 ) -> HermesOpenAI: ...
 @overload
@@ -286,6 +244,7 @@ def wrap(
     *,
     repair_attempts: int = ...,
     parse_without_tools: bool = ...,
+    check_grounding: bool | None = ...,
     **format_options: Any,
 ) -> AsyncHermesOpenAI: ...
 
@@ -296,6 +255,7 @@ def wrap(
     *,
     repair_attempts: int = 1,
     parse_without_tools: bool = False,
+    check_grounding: bool | None = None,
     **format_options: Any,
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
@@ -305,6 +265,13 @@ def wrap(
     calls are all unusable or a required call is missing. Requests without tools go to the
     endpoint untouched, unless `parse_without_tools`: then their replies are still read for
     `<think>` reasoning and end-of-turn tokens (the request itself is left as it is).
+
+    `check_grounding` (default on; needs `repair_attempts` >= 1): when a call uses only
+    argument values found nowhere in the conversation (`get_weather(city="Paris")` in answer
+    to "Hi!"), or a number copied from its tool's description, ask again, telling the model
+    so, and once more if it answers with other made-up values. A call after one that already
+    went out is not asked again, but one that copies such a number is invalid; values nobody
+    said are not asked about in a call after the reply's own words (they went out already).
     """
     if format is not None and format_options:
         raise FormatOptionError(
@@ -315,10 +282,12 @@ def wrap(
             f"repair_attempts must be an int >= 0 (0 disables repair), not {repair_attempts!r}."
         )
     fmt = format if format is not None else HermesFormat(**format_options)
+    if check_grounding is None:
+        check_grounding = fmt.legacy_check_grounding is not False
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, fmt, repair_attempts, parse_without_tools)
+        return AsyncHermesOpenAI(client, fmt, repair_attempts, parse_without_tools, check_grounding)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, fmt, repair_attempts, parse_without_tools)
+        return HermesOpenAI(client, fmt, repair_attempts, parse_without_tools, check_grounding)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )

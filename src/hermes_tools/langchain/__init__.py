@@ -10,7 +10,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         "hermes_tools.langchain needs LangChain: pip install 'hermes-tools[langchain]'"
     ) from exc
 
-from hermes_tools.langchain.chat_model import ChatHermes, openai_tool_choice
+from hermes_tools.langchain.base import openai_tool_choice
+from hermes_tools.langchain.chat_model import ChatHermes
 from hermes_tools.langchain.convert import ChunkTranslator, to_openai_messages
 
 __all__ = ["ChatHermes", "ChunkTranslator", "openai_tool_choice", "to_openai_messages"]

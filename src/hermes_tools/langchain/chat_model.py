@@ -1,47 +1,31 @@
 """`ChatHermes`: a LangChain chat model with tool calling on endpoints that have none.
 
-This module is wiring: requests go through `hermes_tools.wrap` (which writes tools into the
-prompt, reads calls back and decides what a reply holds), replies through `convert`. As with
-ChatOpenAI, `invoke` makes a plain request (or streams when `streaming=True`), `stream`
-streams; both give one message.
+This module is wiring: the endpoint is reached with the `openai` SDK (`client.transport`), the
+request and reply go through what every hermes-tools chat model shares (`base`), and the SDK's
+errors become LangChain's (`errors`). As with ChatOpenAI, `invoke` makes a plain request (or
+streams when `streaming=True`), `stream` streams; both give one message.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from operator import itemgetter
-from typing import Any, Literal
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import LangSmithParams, LanguageModelInput
-from langchain_core.language_models.chat_models import (
-    BaseChatModel,
-    agenerate_from_stream,
-    generate_from_stream,
-)
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
-from langchain_core.output_parsers.openai_tools import (
-    JsonOutputKeyToolsParser,
-    PydanticToolsParser,
-)
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
-from langchain_core.tools import BaseTool
+from langchain_core.language_models import LangSmithParams
+from langchain_core.language_models.chat_models import agenerate_from_stream, generate_from_stream
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.utils import secret_from_env
-from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
-from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import AliasChoices, ConfigDict, Field, SecretStr, model_validator
 
 from hermes_tools._adapters.settings import HermesSettings
-from hermes_tools.langchain.convert import ChunkTranslator, chat_result, to_openai_messages
+from hermes_tools._policy.drive import AsyncTransport, Transport
+from hermes_tools.client.transport import AsyncOpenAITransport, OpenAITransport
+from hermes_tools.langchain.base import ToolCallingChatModel
 from hermes_tools.langchain.errors import async_langchain_errors, langchain_errors
-
-_STRUCTURED_METHODS = ("function_calling", "json_schema", "json_mode")
-# Call options that belong to LangChain, not to the endpoint.
-_LANGCHAIN_ONLY = ("ls_structured_output_format", "stream")
 
 
 def _base_url_from_env() -> str | None:
@@ -53,7 +37,7 @@ def _organization_from_env() -> str | None:
     return os.environ.get("OPENAI_ORG_ID") or os.environ.get("OPENAI_ORGANIZATION") or None
 
 
-class ChatHermes(HermesSettings, BaseChatModel):
+class ChatHermes(HermesSettings, ToolCallingChatModel):
     """Chat model for any OpenAI-compatible endpoint, with tool calling through the prompt.
 
     A drop-in for `ChatOpenAI(model=..., base_url=...)` on models or servers without native
@@ -195,20 +179,6 @@ class ChatHermes(HermesSettings, BaseChatModel):
     def lc_secrets(self) -> dict[str, str]:
         return {"api_key": "OPENAI_API_KEY"}
 
-    # -- tokens -------------------------------------------------------------------------------
-
-    def get_num_tokens(self, text: str) -> int:
-        """An estimate (about 4 characters a token): the endpoint's tokenizer is unknown."""
-        return count_tokens_approximately([AIMessage(text)]) - 3 if text else 0
-
-    def get_num_tokens_from_messages(
-        self,
-        messages: list[BaseMessage],
-        tools: Sequence[Any] | None = None,
-    ) -> int:
-        """An estimate with LangChain's `count_tokens_approximately`; the tools prompt counts."""
-        return count_tokens_approximately(messages, tools=list(tools) if tools else None)
-
     # -- requests -----------------------------------------------------------------------------
 
     @property
@@ -230,101 +200,37 @@ class ChatHermes(HermesSettings, BaseChatModel):
         }
         return {key: value for key, value in params.items() if value is not None}
 
-    def _request(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None,
-        kwargs: dict[str, Any],
-        *,
-        stream: bool,
-        stream_usage: bool | None = None,
-    ) -> tuple[dict[str, Any], Any]:
-        """The `create` keyword arguments, and the `response_format` asked for (or None)."""
-        params = {**self._default_params, **kwargs}
-        for key in _LANGCHAIN_ONLY:
-            params.pop(key, None)
-        if stop is not None:
-            params["stop"] = stop
-        response_format = params.get("response_format")
-        if response_format is not None:
-            params["response_format"] = openai_response_format(response_format)
-        params["messages"] = to_openai_messages(messages)
-        options = params.pop("stream_options", None)
-        params["stream"] = stream
-        if stream:
-            if self._should_stream_usage(stream_usage, options):
-                params["stream_options"] = {**(options or {}), "include_usage": True}
-            elif options:
-                params["stream_options"] = options
-        return params, response_format
+    def _default_request(self) -> dict[str, Any]:
+        return self._default_params
 
-    def _should_stream_usage(self, stream_usage: bool | None, options: Any) -> bool:
-        """As ChatOpenAI: the call's `stream_usage`, else `stream_options`, else the field."""
+    def _stream_options(self, stream_usage: bool | None, options: Any) -> Any:
+        """As ChatOpenAI: usage is asked for by the call's `stream_usage`, else
+        `stream_options`, else the field."""
         sources = [
             stream_usage,
             (options or {}).get("include_usage") if isinstance(options, Mapping) else None,
             (self.model_kwargs.get("stream_options") or {}).get("include_usage"),
             self.stream_usage,
         ]
-        return next((source for source in sources if isinstance(source, bool)), False)
+        if next((source for source in sources if isinstance(source, bool)), False):
+            return {**(options or {}), "include_usage": True}
+        return options
 
-    # -- generation ---------------------------------------------------------------------------
+    def _transport(
+        self, run_manager: CallbackManagerForLLMRun | None, *, stream: bool
+    ) -> Transport:
+        return OpenAITransport(self.client.wrapped)
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        *,
-        stream_usage: bool | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        request, response_format = self._request(
-            messages, stop, kwargs, stream=True, stream_usage=stream_usage
-        )
-        translator = ChunkTranslator(self.output_version, response_format=response_format)
-        with langchain_errors(), self.client.chat.completions.create(**request) as stream:
-            for chunk in stream:
-                for message in translator.chunk(chunk):
-                    yield self._announce(message, run_manager)
-        for message in translator.finish():
-            yield self._announce(message, run_manager)
+    def _async_transport(
+        self, run_manager: AsyncCallbackManagerForLLMRun | None, *, stream: bool
+    ) -> AsyncTransport:
+        return AsyncOpenAITransport(self.async_client.wrapped)
 
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        *,
-        stream_usage: bool | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        request, response_format = self._request(
-            messages, stop, kwargs, stream=True, stream_usage=stream_usage
-        )
-        translator = ChunkTranslator(self.output_version, response_format=response_format)
-        async with async_langchain_errors():
-            stream = await self.async_client.chat.completions.create(**request)
-            async with stream:
-                async for chunk in stream:
-                    for message in translator.chunk(chunk):
-                        generation = ChatGenerationChunk(message=message)
-                        if run_manager is not None:
-                            await run_manager.on_llm_new_token(message.text, chunk=generation)
-                        yield generation
-        for message in translator.finish():
-            generation = ChatGenerationChunk(message=message)
-            if run_manager is not None:
-                await run_manager.on_llm_new_token(message.text, chunk=generation)
-            yield generation
+    def _errors(self) -> AbstractContextManager[Any]:
+        return langchain_errors()
 
-    def _announce(
-        self, message: AIMessageChunk, run_manager: CallbackManagerForLLMRun | None
-    ) -> ChatGenerationChunk:
-        generation = ChatGenerationChunk(message=message)
-        if run_manager is not None:
-            run_manager.on_llm_new_token(message.text, chunk=generation)
-        return generation
+    def _async_errors(self) -> AbstractAsyncContextManager[Any]:
+        return async_langchain_errors()
 
     def _generate(
         self,
@@ -335,10 +241,7 @@ class ChatHermes(HermesSettings, BaseChatModel):
     ) -> ChatResult:
         if self.streaming:
             return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
-        request, response_format = self._request(messages, stop, kwargs, stream=False)
-        with langchain_errors():
-            completion = self.client.chat.completions.create(**request)
-        return chat_result(completion, response_format=response_format)
+        return super()._generate(messages, stop, run_manager, **kwargs)
 
     async def _agenerate(
         self,
@@ -349,152 +252,4 @@ class ChatHermes(HermesSettings, BaseChatModel):
     ) -> ChatResult:
         if self.streaming:
             return await agenerate_from_stream(self._astream(messages, stop, run_manager, **kwargs))
-        request, response_format = self._request(messages, stop, kwargs, stream=False)
-        async with async_langchain_errors():
-            completion = await self.async_client.chat.completions.create(**request)
-        return chat_result(completion, response_format=response_format)
-
-    # -- tools and structured output ----------------------------------------------------------
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: dict[str, Any] | str | bool | None = None,
-        parallel_tool_calls: bool | None = None,
-        strict: bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools in any form `convert_to_openai_tool` accepts.
-
-        `tool_choice`: "auto", "none", "any"/"required"/True (some call), a tool name or an
-        OpenAI `{"type": "function", "function": {"name": ...}}`. `strict=True` marks the
-        schemas strict, as ChatOpenAI does; arguments are always checked against them.
-        """
-        formatted = [convert_to_openai_tool(tool, strict=strict) for tool in tools]
-        if tool_choice:
-            names = [tool["function"]["name"] for tool in formatted]
-            kwargs["tool_choice"] = openai_tool_choice(tool_choice, names)
-        if parallel_tool_calls is not None:
-            kwargs["parallel_tool_calls"] = parallel_tool_calls
-        return super().bind(tools=formatted, **kwargs)
-
-    def with_structured_output(
-        self,
-        schema: dict[str, Any] | type | None = None,
-        *,
-        method: Literal["function_calling", "json_schema", "json_mode"] = "function_calling",
-        include_raw: bool = False,
-        strict: bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, dict[str, Any] | Any]:
-        """Structured output from a model without native support.
-
-        - "function_calling": the model must call a tool shaped like `schema`.
-        - "json_schema": the model is asked for bare JSON following `schema`; the reply is
-          extracted (fences, prose and Python literals repaired) before parsing.
-        - "json_mode": bare JSON, `schema` optional (used to parse, and shown to the model).
-        """
-        if kwargs:
-            raise ValueError(f"Unexpected arguments: {sorted(kwargs)}")
-        if method not in _STRUCTURED_METHODS:
-            raise ValueError(f"method must be one of {_STRUCTURED_METHODS}, not {method!r}.")
-        if schema is None and method != "json_mode":
-            raise ValueError(f"schema is required for method={method!r}.")
-        is_pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
-        llm: Runnable[LanguageModelInput, BaseMessage]
-        parser: Runnable[Any, Any]
-        if method == "function_calling":
-            assert schema is not None
-            tool = convert_to_openai_tool(schema, strict=strict)
-            name = tool["function"]["name"]
-            llm = self.bind_tools(
-                [schema],
-                tool_choice=name,
-                parallel_tool_calls=False,
-                strict=strict,
-                ls_structured_output_format={
-                    "kwargs": {"method": method, "strict": strict},
-                    "schema": tool,
-                },
-            )
-            parser = (
-                PydanticToolsParser(tools=[schema], first_tool_only=True)  # type: ignore[list-item]
-                if is_pydantic
-                else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
-            )
-        else:
-            json_schema = convert_to_json_schema(schema) if schema is not None else None
-            response_format: dict[str, Any] = {"type": "json_object", "schema": json_schema}
-            if method == "json_schema":
-                assert json_schema is not None
-                response_format = {
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": json_schema.get("title", "response"),
-                        "schema": json_schema,
-                        **({"strict": strict} if strict is not None else {}),
-                    },
-                }
-            llm = self.bind(
-                response_format=response_format,
-                ls_structured_output_format={
-                    "kwargs": {"method": method, "strict": strict},
-                    "schema": json_schema,
-                },
-            )
-            parser = (
-                PydanticOutputParser(pydantic_object=schema)  # type: ignore[arg-type]
-                if is_pydantic
-                else JsonOutputParser()
-            )
-        if not include_raw:
-            return llm | parser
-        parsed = RunnablePassthrough.assign(
-            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
-        )
-        no_parse = RunnablePassthrough.assign(parsed=lambda _: None)
-        return RunnableMap(raw=llm) | parsed.with_fallbacks(
-            [no_parse], exception_key="parsing_error"
-        )
-
-
-def openai_tool_choice(
-    value: dict[str, Any] | str | bool, names: list[str]
-) -> str | dict[str, Any]:
-    """LangChain's tool_choice values as the OpenAI API spells them."""
-    if value is True or value in ("any", "required"):
-        return "required"
-    if value in ("auto", "none"):
-        return str(value)
-    if isinstance(value, str) and value in names:
-        return {"type": "function", "function": {"name": value}}
-    if isinstance(value, Mapping):
-        function = value.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if value.get("type") == "function" and name in names:
-            return dict(value)
-    raise ValueError(
-        f"tool_choice {value!r} is not understood: use 'auto', 'none', 'any', 'required', True, "
-        f"one of the bound tools' names {names}, or "
-        '{"type": "function", "function": {"name": ...}}.'
-    )
-
-
-def openai_response_format(response_format: Any) -> dict[str, Any]:
-    """A `response_format` as the OpenAI API spells it: dicts in its shapes pass as they are;
-    a pydantic class, TypedDict or JSON schema becomes a `json_schema` format, as ChatOpenAI
-    makes it. (The endpoint layer asks for the JSON in the prompt and reads it back.)"""
-    if isinstance(response_format, Mapping) and "type" in response_format:
-        kind = response_format.get("type")
-        if kind not in ("json_schema", "json_object", "text"):
-            raise ValueError(
-                f"response_format type {kind!r} is not supported; use 'json_schema', "
-                "'json_object', or a pydantic class."
-            )
-        return dict(response_format)
-    schema = convert_to_json_schema(response_format)
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.get("title", "response"), "schema": schema},
-    }
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)

@@ -1,10 +1,10 @@
 """Conversions between LangChain messages and the OpenAI shapes of the endpoint layer.
 
 `to_openai_messages` turns a LangChain conversation into OpenAI chat messages (the format
-engine then writes them as text). `chat_result` turns a whole `ChatCompletion` into a
-`ChatResult`, as ChatOpenAI does; `ChunkTranslator` turns streamed `ChatCompletionChunk`s into
-`AIMessageChunk`s whose sum is the same message. Only shapes are mapped here: what a reply
-holds was decided by the endpoint layer.
+engine then writes them as text). `chat_result` turns a whole `chat.completion` (the reply
+policy's, a plain dict) into a `ChatResult`, as ChatOpenAI does; `ChunkTranslator` turns
+streamed `chat.completion.chunk`s into `AIMessageChunk`s whose sum is the same message. Only
+shapes are mapped here: what a reply holds was decided by the reply policy.
 
 Invalid calls: LangChain rebuilds a streamed message's calls from the merged
 `tool_call_chunks`, so a call that turned out invalid carries, streamed, a last fragment no
@@ -17,7 +17,7 @@ to the reason and `additional_kwargs["invalid_tool_calls"]` keeps the endpoint l
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -31,7 +31,6 @@ from langchain_core.messages.ai import InputTokenDetails, OutputTokenDetails, Us
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.pydantic import is_basemodel_subclass
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel
 
 from hermes_tools._policy.reply import never_parses
@@ -73,7 +72,7 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
 # -- OpenAI replies -> LangChain messages ------------------------------------------------------
 
 
-def usage_metadata(usage: dict[str, Any] | None) -> UsageMetadata | None:
+def usage_metadata(usage: Mapping[str, Any] | None) -> UsageMetadata | None:
     """As ChatOpenAI reads the server's usage (the detail dicts present, perhaps empty)."""
     if not usage:
         return None
@@ -105,22 +104,22 @@ def usage_metadata(usage: dict[str, Any] | None) -> UsageMetadata | None:
 
 
 def response_metadata(
-    response: ChatCompletion | ChatCompletionChunk,
+    response: Mapping[str, Any],
     finish_reason: str | None,
-    usage: dict[str, Any] | None,
-    extensions: dict[str, Any],
+    usage: Mapping[str, Any] | None,
+    extensions: Mapping[str, Any],
 ) -> dict[str, Any]:
     """What ChatOpenAI puts in `response_metadata` (the server's id included), plus the
-    endpoint layer's reports that concern the whole reply (dropped calls, repairs, text
-    after an end-of-turn token)."""
+    reply policy's reports that concern the whole reply (dropped calls, repairs, text after
+    an end-of-turn token)."""
     metadata: dict[str, Any] = {
-        "id": response.id,
+        "id": response.get("id"),
         "finish_reason": finish_reason,
-        "model_name": response.model,
+        "model_name": response.get("model"),
         "model_provider": MODEL_PROVIDER,
     }
-    if response.system_fingerprint:
-        metadata["system_fingerprint"] = response.system_fingerprint
+    if response.get("system_fingerprint"):
+        metadata["system_fingerprint"] = response["system_fingerprint"]
     if usage is not None:
         metadata["token_usage"] = usage
     for key in ("dropped_tool_calls", "repairs", "after_end"):
@@ -138,25 +137,34 @@ def _invalid_kwargs(invalid: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def chat_result(completion: ChatCompletion, *, response_format: Any = None) -> ChatResult:
+def chat_result(
+    completion: Mapping[str, Any],
+    *,
+    response_format: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ChatResult:
     """A whole reply, one generation per choice; the server's id stays in the metadata (the
-    message id is LangChain's run id, as with ChatOpenAI)."""
-    usage = completion.usage.model_dump(exclude_none=True) if completion.usage else None
+    message id is LangChain's run id, as with ChatOpenAI). `metadata`: more for each
+    message's `response_metadata` (a wrapped model's own)."""
+    usage = completion.get("usage")
     generations = []
-    for choice in completion.choices:
-        message = choice.message
-        extensions = message.model_extra or {}
-        invalid = list(extensions.get("invalid_tool_calls") or [])
+    for choice in completion.get("choices") or ():
+        message = choice["message"]
+        invalid = list(message.get("invalid_tool_calls") or [])
         additional: dict[str, Any] = _invalid_kwargs(invalid)
-        reasoning = extensions.get("reasoning_content")
+        reasoning = message.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             additional["reasoning_content"] = reasoning
         calls = [
-            tool_call(name=call.function.name, args=_arguments(call.function.arguments), id=call.id)
-            for call in message.tool_calls or []
-            if call.type == "function"
+            tool_call(
+                name=call["function"]["name"],
+                args=_arguments(call["function"]["arguments"]),
+                id=call["id"],
+            )
+            for call in message.get("tool_calls") or []
+            if call.get("type", "function") == "function"
         ]
-        content = message.content or ""
+        content = message.get("content") or ""
         if content and not calls:
             additional.update(_parsed(content, response_format))
         ai = AIMessage(
@@ -173,12 +181,17 @@ def chat_result(completion: ChatCompletion, *, response_format: Any = None) -> C
                 for item in invalid
             ],
             usage_metadata=usage_metadata(usage),
-            response_metadata=response_metadata(
-                completion, choice.finish_reason, usage, extensions
-            ),
+            response_metadata={
+                **(metadata or {}),
+                **response_metadata(completion, choice.get("finish_reason"), usage, message),
+            },
         )
         generations.append(ChatGeneration(message=ai))
-    llm_output = {"token_usage": usage, "model_name": completion.model, "id": completion.id}
+    llm_output = {
+        "token_usage": usage,
+        "model_name": completion.get("model"),
+        "id": completion.get("id"),
+    }
     return ChatResult(generations=generations, llm_output=llm_output)
 
 
@@ -221,45 +234,44 @@ class ChunkTranslator:
         self._call_blocks: dict[int, int] = {}  # tool call index -> block index
         self._calls = 0  # highest tool call index + 1
         self._streamed_ids: set[str] = set()
-        self._last: ChatCompletionChunk | None = None
+        self._last: Mapping[str, Any] | None = None
         self._finish: str | None = None
-        self._extensions: dict[str, Any] = {}
-        self._usage: dict[str, Any] | None = None
+        self._extensions: Mapping[str, Any] = {}
+        self._usage: Mapping[str, Any] | None = None
 
-    def chunk(self, chunk: ChatCompletionChunk) -> list[AIMessageChunk]:
+    def chunk(self, chunk: Mapping[str, Any]) -> list[AIMessageChunk]:
         self._last = chunk
-        if chunk.usage is not None:
-            self._usage = chunk.usage.model_dump(exclude_none=True)
+        if chunk.get("usage") is not None:
+            self._usage = chunk["usage"]
         out: list[AIMessageChunk] = []
-        for choice in chunk.choices:
-            if choice.index != 0:
+        for choice in chunk.get("choices") or ():
+            if choice.get("index") != 0:
                 continue  # as ChatOpenAI: a stream is one message
-            delta = choice.delta
-            extra = delta.model_extra or {}
-            if extra.get("reasoning_content"):
-                out.append(self._reasoning(extra["reasoning_content"]))
-            if delta.content:
+            delta = choice.get("delta") or {}
+            if delta.get("reasoning_content"):
+                out.append(self._reasoning(delta["reasoning_content"]))
+            if delta.get("content"):
                 if self._answer is not None:
-                    self._answer.append(delta.content)
-                out.append(self._text(delta.content))
-            for call in delta.tool_calls or []:
-                function = call.function
+                    self._answer.append(delta["content"])
+                out.append(self._text(delta["content"]))
+            for call in delta.get("tool_calls") or []:
+                function = call.get("function") or {}
                 out.append(
                     self._call_fragment(
-                        call.index,
-                        id=call.id,
-                        name=function.name if function else None,
-                        arguments=(function.arguments if function else None) or "",
+                        call["index"],
+                        id=call.get("id"),
+                        name=function.get("name"),
+                        arguments=function.get("arguments") or "",
                     )
                 )
-            if choice.finish_reason is not None:
-                self._finish = choice.finish_reason
-                self._extensions = extra
+            if choice.get("finish_reason") is not None:
+                self._finish = choice["finish_reason"]
+                self._extensions = delta
         return out
 
-    def finish(self) -> list[AIMessageChunk]:
+    def finish(self, metadata: Mapping[str, Any] | None = None) -> list[AIMessageChunk]:
         """The invalid calls never streamed, and the last chunk (finish reason, metadata,
-        usage, the parsed answer)."""
+        usage, the parsed answer). `metadata`: more for its `response_metadata`."""
         out: list[AIMessageChunk] = []
         parsed: dict[str, Any] = {}
         if self._answer and not self._calls:
@@ -274,7 +286,7 @@ class ChunkTranslator:
                         self._calls, id=item["id"], name=item.get("name"), arguments=fragment
                     )
                 )
-        metadata = (
+        ours = (
             response_metadata(self._last, self._finish, self._usage, self._extensions)
             if self._last is not None
             else {"finish_reason": self._finish, "model_provider": MODEL_PROVIDER}
@@ -282,7 +294,7 @@ class ChunkTranslator:
         last = self._message(
             self._empty(),
             additional_kwargs={**_invalid_kwargs(invalid), **parsed},
-            response_metadata=metadata,
+            response_metadata={**(metadata or {}), **ours},
             usage_metadata=usage_metadata(self._usage),
             chunk_position="last",
         )

@@ -10,8 +10,9 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         "hermes_tools.llama_index needs LlamaIndex: pip install 'hermes-tools[llama-index]'"
     ) from exc
 
+from hermes_tools.llama_index.base import resolve_tool_choice
 from hermes_tools.llama_index.convert import ReplyBuilder, to_openai_messages, tool_selections
-from hermes_tools.llama_index.llm import HermesLLM, resolve_tool_choice
+from hermes_tools.llama_index.llm import HermesLLM
 
 __all__ = [
     "HermesLLM",

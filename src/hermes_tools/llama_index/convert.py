@@ -2,21 +2,22 @@
 
 `to_openai_messages` turns LlamaIndex history into OpenAI chat messages (the format engine then
 writes them as text), block by block as LlamaIndex's OpenAI LLM does. `chat_response` turns a
-whole `ChatCompletion` into a `ChatResponse`; `ReplyBuilder` turns streamed chunks into
-cumulative `ChatResponse`s (each holds the message so far and its `delta`), both shaped as
-`OpenAILike` shapes them: calls are `ToolCallBlock`s whose `tool_kwargs` are the arguments as
-JSON text, and `additional_kwargs["tool_calls"]` holds the SDK's call objects.
+whole `chat.completion` (the reply policy's, a plain dict) into a `ChatResponse`;
+`ReplyBuilder` turns streamed chunks into cumulative `ChatResponse`s (each holds the message
+so far and its `delta`), both shaped as `OpenAILike` shapes them: calls are `ToolCallBlock`s
+whose `tool_kwargs` are the arguments as JSON text, and `additional_kwargs["tool_calls"]`
+holds the `openai` SDK's call objects.
 
-Only shapes are mapped here; what a reply holds was decided by the endpoint layer. Invalid
-calls (listed apart by the endpoint layer) become `ToolCallBlock`s holding the text the model
-wrote, with their reasons in `additional_kwargs["tool_call_errors"]` (id -> error), so an agent
+Only shapes are mapped here; what a reply holds was decided by the reply policy. Invalid
+calls (listed apart by the policy) become `ToolCallBlock`s holding the text the model wrote,
+with their reasons in `additional_kwargs["tool_call_errors"]` (id -> error), so an agent
 answers them with an error the model reads and nothing runs (see `tool_selections`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -31,7 +32,7 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 from llama_index.core.tools import ToolSelection
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletionMessageToolCall
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
 from hermes_tools._parse.json_text.partial import partial_json
@@ -148,29 +149,33 @@ def _tool_calls_of(message: ChatMessage) -> list[dict[str, Any]]:
 # -- OpenAI replies -> ChatResponses ---------------------------------------------------------
 
 
-def token_counts(usage: Any) -> dict[str, Any]:
+def token_counts(usage: Mapping[str, Any] | None) -> dict[str, Any]:
     """As LlamaIndex's OpenAI LLM reports them in `ChatResponse.additional_kwargs`."""
     if usage is None:
         return {}
     return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "total_tokens": usage.get("total_tokens"),
     }
 
 
-def chat_response(completion: ChatCompletion) -> ChatResponse:
-    """A whole reply (its first choice, as OpenAILike reads it)."""
-    choice = completion.choices[0]
-    message = choice.message
-    extensions = message.model_extra or {}
+def chat_response(completion: Mapping[str, Any], raw: Any = None) -> ChatResponse:
+    """A whole reply (its first choice, as OpenAILike reads it); `raw`: what `raw` holds
+    (the completion itself if not given)."""
+    choice = completion["choices"][0]
+    message = choice["message"]
     blocks: list[Any] = []
-    reasoning = extensions.get("reasoning_content")
+    reasoning = message.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         blocks.append(ThinkingBlock(content=reasoning))
-    if message.content:
-        blocks.append(TextBlock(text=message.content))
-    calls = [call for call in message.tool_calls or [] if call.type == "function"]
+    if message.get("content"):
+        blocks.append(TextBlock(text=message["content"]))
+    calls = [
+        ChatCompletionMessageToolCall.model_validate(call)
+        for call in message.get("tool_calls") or []
+        if call.get("type", "function") == "function"
+    ]
     for call in calls:
         blocks.append(
             ToolCallBlock(
@@ -179,18 +184,18 @@ def chat_response(completion: ChatCompletion) -> ChatResponse:
                 tool_kwargs=call.function.arguments,
             )
         )
-    invalid = list(extensions.get("invalid_tool_calls") or [])
+    invalid = list(message.get("invalid_tool_calls") or [])
     blocks += [_invalid_block(item) for item in invalid]
     additional: dict[str, Any] = {}
     if calls:
         additional["tool_calls"] = calls
-    additional.update(_reports(invalid, extensions))
+    additional.update(_reports(invalid, message))
     return ChatResponse(
         message=ChatMessage(
             role=MessageRole.ASSISTANT, blocks=blocks, additional_kwargs=additional
         ),
-        raw=completion,
-        additional_kwargs=token_counts(completion.usage),
+        raw=completion if raw is None else raw,
+        additional_kwargs=token_counts(completion.get("usage")),
     )
 
 
@@ -200,9 +205,9 @@ def _invalid_block(item: dict[str, Any]) -> ToolCallBlock:
     )
 
 
-def _reports(invalid: list[dict[str, Any]], extensions: dict[str, Any]) -> dict[str, Any]:
-    """The endpoint layer's reports: why calls were invalid, calls dropped, repairs, text
-    after an end-of-turn token."""
+def _reports(invalid: list[dict[str, Any]], extensions: Mapping[str, Any]) -> dict[str, Any]:
+    """The reply policy's reports: why calls were invalid, calls dropped, repairs, text after
+    an end-of-turn token."""
     reports: dict[str, Any] = {}
     if invalid:
         reports["tool_call_errors"] = {item["id"]: item["error"] for item in invalid}
@@ -222,29 +227,31 @@ class ReplyBuilder:
         self._invalid: list[dict[str, Any]] = []
         self._reports: dict[str, Any] = {}
 
-    def chunk(self, chunk: ChatCompletionChunk) -> ChatResponse:
-        """The response after this chunk."""
-        choice = next((c for c in chunk.choices if c.index == 0), None)
+    def chunk(self, chunk: Mapping[str, Any], raw: Any = None) -> ChatResponse:
+        """The response after this chunk; `raw`: what `raw` holds (the chunk if not given)."""
+        choice = next((c for c in chunk.get("choices") or () if c.get("index") == 0), None)
         thinking = text = ""
         if choice is not None:
-            delta = choice.delta
-            extra = delta.model_extra or {}
-            thinking = extra.get("reasoning_content") or ""
-            text = delta.content or ""
-            for call in delta.tool_calls or []:
-                self._add_call(call)
-            if choice.finish_reason is not None:
-                self._invalid = list(extra.get("invalid_tool_calls") or [])
-                self._reports = _reports(self._invalid, extra)
+            delta = choice.get("delta") or {}
+            thinking = delta.get("reasoning_content") or ""
+            text = delta.get("content") or ""
+            for call in delta.get("tool_calls") or []:
+                self._add_call(ChoiceDeltaToolCall.model_validate(call))
+            if choice.get("finish_reason") is not None:
+                self._invalid = list(delta.get("invalid_tool_calls") or [])
+                self._reports = _reports(self._invalid, delta)
         if thinking:
             self._reasoning.append(thinking)
         if text:
             self._content.append(text)
-        additional = token_counts(chunk.usage)
+        additional = token_counts(chunk.get("usage"))
         if thinking:
             additional["thinking_delta"] = thinking
         return ChatResponse(
-            message=self._message(), delta=text, raw=chunk, additional_kwargs=additional
+            message=self._message(),
+            delta=text,
+            raw=chunk if raw is None else raw,
+            additional_kwargs=additional,
         )
 
     def _add_call(self, call: ChoiceDeltaToolCall) -> None:
@@ -326,25 +333,3 @@ def tool_selections(message: ChatMessage) -> list[ToolSelection]:
 
 def invalid_tool_name(name: str | None, error: str) -> str:
     return f"(invalid call to {name or 'a tool'}: {error})"
-
-
-def is_invalid_selection(selection: ToolSelection) -> bool:
-    return selection.tool_name.startswith("(invalid call to ")
-
-
-def keep_one_call(message: ChatMessage) -> None:
-    """Trim a message to its first usable call (parallel calls not allowed)."""
-    errors = message.additional_kwargs.get("tool_call_errors") or {}
-    calls = [block for block in message.blocks if isinstance(block, ToolCallBlock)]
-    if len(calls) <= 1:
-        return
-    keep = next((block for block in calls if block.tool_call_id not in errors), calls[0])
-    message.blocks = [
-        block for block in message.blocks if not isinstance(block, ToolCallBlock) or block is keep
-    ]
-    if "tool_calls" in message.additional_kwargs:
-        message.additional_kwargs["tool_calls"] = [
-            call
-            for call in message.additional_kwargs["tool_calls"]
-            if getattr(call, "id", None) == keep.tool_call_id
-        ]

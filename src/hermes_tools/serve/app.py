@@ -217,6 +217,7 @@ class Upstream:
                 self.raw,
                 options.format,
                 repair_attempts=options.repair_attempts,
+                check_grounding=options.check_grounding,
                 parse_without_tools=options.parse_without_tools,
             )
             for options in settings.endpoints

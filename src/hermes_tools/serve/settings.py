@@ -50,7 +50,7 @@ OPTION_TYPES: dict[str, type] = {
     "repair_attempts": int,
     "parse_without_tools": bool,
 }
-_NOT_FORMAT = ("repair_attempts", "parse_without_tools")
+_NOT_FORMAT = ("repair_attempts", "parse_without_tools", "check_grounding")
 _CONFIG_KEYS = ("upstream", "timeout", "format", "models")
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
 
@@ -62,6 +62,7 @@ class EndpointOptions:
     format: HermesFormat
     repair_attempts: int = 1
     parse_without_tools: bool = False
+    check_grounding: bool = True
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,12 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
         fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
     except HermesToolsError as exc:
         raise ServeConfigError(f"In {where}: {exc}") from None
-    return EndpointOptions(fmt, repair_attempts, options.get("parse_without_tools", False))
+    return EndpointOptions(
+        fmt,
+        repair_attempts,
+        options.get("parse_without_tools", False),
+        options.get("check_grounding", True),
+    )
 
 
 def _rule(entry: object, number: int) -> ModelRule:
