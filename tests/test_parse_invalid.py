@@ -236,12 +236,14 @@ def test_broken_items_with_nothing_between_them_stay_one_invalid_call() -> None:
         '<tool_call>{"id": "m0x", "name": "write_file", "arguments": {"m2""}}</tool_call>',
         '<tool_call>{"name": "write_file", "arguments": {"m2":, "path": "m0x"}}</tool_call>',
         '<tool_call>{"name": "write_file", "arguments": {"path": "m0x", "m2":, }}</tool_call>',
+        # the other way round: the empty string written goes into another string, `": 1"`
+        '<tool_call>{"name": "write_file", "arguments": {"path": "m0x", "m2" "": 1}}</tool_call>',
     ],
 )
-def test_a_repair_never_invents_an_empty_string(text: str) -> None:
+def test_a_repair_keeps_exactly_the_empty_strings_the_model_wrote(text: str) -> None:
     """Issue finding 4: json-repair reads `{"m2""}` (a key, and a quote where its value would
     start) and `{"m2":, ...}` as `{"m2": ""}`: a value nobody wrote, which no word betrays.
-    A reading holds no more empty strings than the model wrote; this one is no call."""
+    A faithful reading holds exactly the empty strings the model wrote; this one is no call."""
     invalid = only_invalid(text)
     assert "m0x" in invalid.arguments
     assert invalid.arguments == text.removeprefix("<tool_call>").removesuffix("</tool_call>")
