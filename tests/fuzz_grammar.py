@@ -386,23 +386,33 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
     args = _arguments(b, tool)
     style = pick(b.c, ["strict", "strict", "strict", "compact", "pretty", "python", "commas"])
     args_key = pick(b.c, ["arguments", "arguments", "parameters"])
-    shape = b.c.integer(0, 9)
+    shape = b.c.integer(0, 12)
     hazard = b.c.integer(0, 39)
-    string_args = shape in (6, 7)
+    string_args = shape in (6, 7, 10)
     written = {**args, "big": _HAZARD} if hazard in (0, 1, 2) and not string_args else args
     flat = shape == 8 and bool(args) and not set(written) & _SHAPE_KEYS
+    if string_args:
+        args_key = "arguments"
     if shape == 4:
         obj: Any = {args_key: written, "name": name}
-    elif shape == 5:
-        obj = {"type": "function", "function": {"name": name, "arguments": written}}
-    elif shape == 6:
+    elif shape in (5, 10):  # OpenAI's wrapper shape
+        value = json.dumps(written, ensure_ascii=False) if string_args else written
+        obj = {"function": {"name": name, "arguments": value}}
+    elif shape in (6, 7):
         obj = {"name": name, "arguments": json.dumps(written, ensure_ascii=False)}
-    elif shape == 7:
-        obj = {"arguments": json.dumps(written, ensure_ascii=False), "name": name}
+        if shape == 7:
+            obj = {"arguments": obj["arguments"], "name": name}
     elif flat:
         obj = {"name": name, **written}
     else:
         obj = {"name": name, args_key: written}
+    if shape in (5, 10, 11, 12):
+        # OpenAI's `"type": "function"` before the rest, after it, or left out.
+        where = b.c.integer(0, 2) if shape in (5, 10) else shape - 11
+        if where == 0:
+            obj = {"type": "function", **obj}
+        elif where == 1:
+            obj = {**obj, "type": "function"}
     body = _write(obj, style)
     arguments: dict[str, Any] | None = args
     clean = True
@@ -444,8 +454,20 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
         arguments = None
         clean = False
     elif hazard == 6 and string_args and style == "strict":  # text after a string value
-        at = body.rfind("}") if shape == 6 else body.find(', "name"')
+        encoded = json.dumps(json.dumps(written, ensure_ascii=False), ensure_ascii=False)
+        at = body.find(encoded) + len(encoded)
         body = body[:at] + " " + b.marker() + body[at:]
+        arguments = None
+        clean = False
+    elif hazard == 9 and style == "strict" and not flat:
+        # A key whose value never came: json-repair gives it an empty string nobody wrote.
+        opening = f'"{args_key}": "{{' if string_args else f'"{args_key}": {{'
+        key = b.marker(_STRING_CHARS)
+        missing = pick(b.c, [f'"{key}":, ', f'"{key}"", '])
+        if string_args:
+            missing = json.dumps(missing, ensure_ascii=False)[1:-1]
+        at = body.find(opening) + len(opening)
+        body = body[:at] + missing + body[at:]
         arguments = None
         clean = False
     elif hazard == 7 and style == "strict" and not string_args and "path" in args:
@@ -457,6 +479,7 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
     expected.arguments = arguments
     b.end_call()
     breaks = hazard in (0, 5, 6, 7, 8) or (hazard == 1 and arguments is None)
+    breaks = breaks or (hazard == 9 and not string_args)  # in a string: the string's alone
     return _JsonCall(body, expected, clean, flat, breaks and not clean)
 
 
@@ -896,7 +919,20 @@ def _cut_off_call(b: _Builder) -> None:
         text = "<tool_call>[" + _pythonic_call(b)[0] + "]</tool_call>"
     b.calls[-1].arguments = None
     cut = b.c.integer(1, max(1, len(text) - 1))
-    b.add(text[:cut], ANY, "cut_off_call")
+    home = ANY
+    if kind <= 5:
+        # The JSON never gets its last `}`: no call of it is valid, unless the reply ends in
+        # the start of an end tag (which closes what it left open). A lone `<` may begin any
+        # tag: it ends nothing. Often cut where a value ends, so that what is left would be a
+        # call if the tail closed it.
+        ends = [at for at in range(len(opening) + 1, len(text)) if text[at - 1] in "\"'}]"]
+        if ends and chance(b.c, 50):
+            cut = pick(b.c, ends)
+        tail = pick(b.c, ["", "", "<", "<", "</", "<|im_"])
+        home = CALL if tail in ("", "<") else ANY
+        text = text[:cut] + tail
+        cut = len(text)
+    b.add(text[:cut], home, "cut_off_call")
     b.exact = False
 
 

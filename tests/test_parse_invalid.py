@@ -224,3 +224,77 @@ def test_broken_items_with_nothing_between_them_stay_one_invalid_call() -> None:
     invalid = only_invalid(text)
     assert invalid.arguments.endswith('write_file(path="m8}{x")')
     assert invalid.error.startswith("the call is not valid JSON")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # OpenAI's wrapper shape, a missing comma, an arguments string whose value never came
+        '{"type":"m0x ", "function": {"name": "write_file""arguments": " {\\"m2\\"\\"}"}}',
+        '<tool_call>{"type":"m0x ", "function": {"name": "write_file""arguments": " {\\"m2\\"\\"}"}}</tool_call>',
+        '<tool_call>{"name": "write_file", "arguments": "{\\"m2\\"\\"}", "id": "m0x"}</tool_call>',
+        '<tool_call>{"id": "m0x", "name": "write_file", "arguments": {"m2""}}</tool_call>',
+        '<tool_call>{"name": "write_file", "arguments": {"m2":, "path": "m0x"}}</tool_call>',
+        '<tool_call>{"name": "write_file", "arguments": {"path": "m0x", "m2":, }}</tool_call>',
+        # the other way round: the empty string written goes into another string, `": 1"`
+        '<tool_call>{"name": "write_file", "arguments": {"path": "m0x", "m2" "": 1}}</tool_call>',
+    ],
+)
+def test_a_repair_keeps_exactly_the_empty_strings_the_model_wrote(text: str) -> None:
+    """Issue finding 4: json-repair reads `{"m2""}` (a key, and a quote where its value would
+    start) and `{"m2":, ...}` as `{"m2": ""}`: a value nobody wrote, which no word betrays.
+    A faithful reading holds exactly the empty strings the model wrote; this one is no call."""
+    invalid = only_invalid(text)
+    assert "m0x" in invalid.arguments
+    assert invalid.arguments == text.removeprefix("<tool_call>").removesuffix("</tool_call>")
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        ('{"name": "write_file", "arguments": {"path" "", "content": "m1x"}}', {"path": ""}),
+        ('{"name": "write_file""arguments": "{\\"path\\": \\"\\"}"}', {"path": ""}),
+        ("{'name': 'write_file', 'arguments': {'path': '', , 'content': 'm1x'}}", {"path": ""}),
+    ],
+)
+def test_an_empty_string_the_model_wrote_survives_a_repair(
+    body: str, arguments: dict[str, str]
+) -> None:
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert result.invalid_tool_calls == []
+    assert result.tool_calls[0].arguments.items() >= arguments.items()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"type":"m9x", "name": "write_file", "arguments": {"path": "a"<',
+        '<tool_call>{"name": "write_file", "arguments": {"path": "m9x"<',
+        '<tool_call>{"type":"function", "function": {"name": "write_file", "arguments": {"path": "m9x"<',
+        '<tool_call>{"type":m9x"name""write_file"<',
+        '<tool_call>{"name""write_file", "id": "m9x"<',
+        '<|python_tag|>{"name": "write_file", "parameters": {"path": "m9x"}<|',
+    ],
+)
+def test_a_lone_tag_start_at_the_end_closes_no_call(text: str) -> None:
+    """Issue finding 4: a `<` held at the end of the output was taken for a closing tag cut
+    off, which closes what the call left open (or lets json-repair read it), and a truncated
+    call came out valid. Only a tail that can begin nothing but the block's end (`</`, `<|e`)
+    says the model was ending the block; a `<` begins the opening tag as well."""
+    invalid = only_invalid(text)
+    assert "m9x" in invalid.arguments
+    assert text.split(">", 1)[1].startswith(invalid.arguments)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"type":"function", "name": "write_file", "arguments": {"path": "a"</',
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a"}</tool_ca',
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a"}<|im_e',
+        '<|python_tag|>{"name": "write_file", "parameters": {"path": "a"}<|eo',
+    ],
+)
+def test_a_cut_off_end_closes_what_the_call_left_open(text: str) -> None:
+    result = parse_every_way(text, TOOLS)
+    assert calls_as_dicts(result) == [{"name": "write_file", "arguments": {"path": "a"}}]

@@ -123,3 +123,7 @@ class TagMatcher(Generic[K]):
             if text and tag.startswith(text):
                 return kind
         return None
+
+    def kinds_prefixed_by(self, text: str) -> frozenset[K]:
+        """The kinds of every tag that `text` (a cut-off tail) may have been the start of."""
+        return frozenset(kind for tag, kind in self._tags if text and tag.startswith(text))

@@ -6,7 +6,10 @@ the middle of an object, the first key of a pair given twice) and can misread a 
 (`{name"get_weather` becomes the name `et_weather`...). A call built from such a reading is a
 guess, and a guessed call must never run. So a repair is accepted only when it keeps every
 word the model wrote, in order: the model's text and the repaired value must spell the same
-words once quotes, commas, colons, brackets, backslashes and whitespace are set aside.
+words once quotes, commas, colons, brackets, backslashes and whitespace are set aside. An empty
+string has no words, so it is counted instead: the reading holds exactly the empty strings the
+model wrote (json-repair gives one for a value it did not find, `{"a":, "b": 1}`, `{"a""}`, and
+takes one into another string, `{"a" "": 1}` as `{"a": ": 1"}`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 _ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "", "f": ""}
+# Text as written, cut into strings (from a quote to the next one of its kind that no backslash
+# escapes, or to the end) and what lies between them: one pass, each character read once.
+_STRINGS = re.compile(r""""[^"\\]*(?:\\.[^"\\]*)*"?|'[^'\\]*(?:\\.[^'\\]*)*'?|[^"']+""", re.S)
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -118,7 +124,8 @@ def faithful(written: str, value: Any) -> bool:
     reads `{'a': 'b', c:d': []}` as the key "c" with the value "d': []", and `"a": x "m7:x"`
     as the key "m7" with the value "x": the words are all there, but a quote or a colon
     changed its role, and the call is a guess. A number the model wrote stays a number: an
-    integer too long for JSON does not come back as a string.)"""
+    integer too long for JSON does not come back as a string. And the empty strings are the
+    model's: `{"a""}` is a key whose value did not come, not `{"a": ""}`.)"""
     if words(written) != words(" ".join(_atoms(value))):
         return False
     keys, strings = _keys_and_strings(value)
@@ -127,7 +134,16 @@ def faithful(written: str, value: Any) -> bool:
         for string in strings
         if "'" in string or '"' in string or _NUMBER.fullmatch(string)
     )
+    empty = sum(not key for key in keys) + sum(not string for string in strings)
+    if empty != _written_empty_strings(written):
+        return False
     return quoted and all(_keyed_as_written(written, key) for key in keys)
+
+
+def _written_empty_strings(written: str) -> int:
+    """How many empty strings `written` holds: two quotes that open and close one string (in
+    `{"a""}` the two side by side close one string and open another)."""
+    return sum(match.group() in ('""', "''") for match in _STRINGS.finditer(written))
 
 
 def usable_reading(text: str, value: Any) -> bool:

@@ -56,6 +56,7 @@ _ITEM_END = re.compile(r"\}(?=[\s,;]*[{\[])|\](?=[\s,;]+[{\[]|\{)")
 _MAX_WRONG_CUTS = 8
 _LIST_END = re.compile(r"\s*\]?\s*\Z")  # after the last item: the list's end, if anything
 _NEXT_ITEM = re.compile(r"[\s,;]*[{\[]")
+_BLOCK_ENDS = frozenset({BlockEnd.CLOSE, BlockEnd.TOKEN})
 
 
 class _Field(IdentityEnum):
@@ -230,9 +231,11 @@ class JsonCallReader(CallReader[_State]):
         """The output ended, after `rest`: a cut-off tail the parser was holding."""
         if self.finished or self.rejected:
             return
-        cut = self._ends.kind_prefixed_by(rest)
-        cut_tag = cut is not None
-        cut_end_tag = cut in (BlockEnd.CLOSE, BlockEnd.TOKEN)
+        cut = self._ends.kinds_prefixed_by(rest)
+        cut_tag = bool(cut)
+        # The model was ending the block only if the tail can begin nothing but an end: a lone
+        # `<` begins the opening tag as well, and a call cut off there is truncated.
+        cut_end_tag = cut_tag and cut <= _BLOCK_ENDS
         self.finished = True
         end = len(self._raw)
         self._raw.add(rest)
