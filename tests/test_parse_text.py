@@ -339,3 +339,13 @@ def test_a_quoted_call_before_a_closing_tag_stays_text() -> None:
     result = parse_every_way(reply, [LIST_FILES], untrusted=["Notes: " + JSON_CALL])
     assert result.tool_calls == []
     assert result.content == reply
+
+
+@pytest.mark.parametrize("call", [XML_CALL, JSON_CALL])
+def test_a_lone_tag_start_ending_the_reply_after_a_call_is_text(call: str) -> None:
+    """A `<` may begin any tag, not only a closing tag or an end token being written: it
+    is the model's text, never dropped (after a call without tags it is text after the
+    call, so the call is text too, as any call without tags followed by text)."""
+    result = parse_every_split("Listing.\n" + call + "\n<", [LIST_FILES])
+    check_nothing_lost("Listing.\n" + call + "\n<", result)
+    assert result.content.endswith("<")

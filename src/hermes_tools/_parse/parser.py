@@ -1119,8 +1119,9 @@ class StreamParser:
         elif state is State.TAIL:
             self._tail_at_end(held)
         elif state is State.AFTER_CALL:
-            if not self._closers.kind_prefixed_by(held.strip()):  # not a closing tag cut off
-                self._text(self._after_call_space + held)
+            tail = held.strip()
+            if not self._closers.kinds_prefixed_by(tail) or self._opens_prefixed_by(tail):
+                self._text(self._after_call_space + held)  # not a closing tag cut off
         elif state is State.AFTER_END:
             self._in_after_end(held, 0)
         else:
@@ -1147,9 +1148,15 @@ class StreamParser:
         assert tentative is not None
         if tentative.awaiting_fence_close and "```".startswith(held):
             return True
-        if self._closers.kind_prefixed_by(held) and tentative.channel is self._content:
-            return True
-        return self._end_tokens.kind_prefixed_by(held) is not None
+        closer = self._closers.kinds_prefixed_by(held) and tentative.channel is self._content
+        return (closer or bool(self._end_tokens.kinds_prefixed_by(held))) and (
+            not self._opens_prefixed_by(held)
+        )
+
+    def _opens_prefixed_by(self, held: str) -> bool:
+        """Whether a tail cut off at the end may have begun a tag that opens something (a
+        lone `<` may begin any tag: it is no closing tag or end token being written)."""
+        return bool(self._content_tags.kinds_prefixed_by(held) - {Tag.END})
 
     def _boundary_at_end(self) -> None:
         for channel, delta in ((self._content, TextDelta), (self._reasoning, ReasoningDelta)):
