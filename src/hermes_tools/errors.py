@@ -69,6 +69,11 @@ class UnsupportedFeatureError(HermesToolsError, AttributeError):
     """A part of the `openai` SDK that would bypass the tool rewriting."""
 
 
+class InnerModelError(HermesToolsError, ValueError):
+    """A model given tool calling by `with_tool_calling` answered with something that is not
+    text, or with nothing at all."""
+
+
 class LocalModelError(HermesToolsError):
     """A local model could not be fetched, assembled or started; the message says what to do."""
 

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 import openai
 from langchain_core.exceptions import (
     ContextOverflowError,
+    LangChainException,
     ModelAPIError,
     ModelAuthenticationError,
     ModelConnectionError,
@@ -23,6 +24,8 @@ from langchain_core.exceptions import (
     ModelRateLimitError,
     ModelTimeoutError,
 )
+
+from hermes_tools.errors import InnerModelError
 
 
 class HermesContextOverflowError(openai.BadRequestError, ContextOverflowError):
@@ -134,3 +137,8 @@ async def async_langchain_errors() -> AsyncIterator[None]:
         if translated is error:
             raise
         raise translated from error
+
+
+class HermesInnerModelError(InnerModelError, LangChainException):
+    """A chat model given tool calling by `with_tool_calling` answered with something that is
+    not text (or nothing at all)."""

@@ -1,0 +1,117 @@
+"""`with_tool_calling(model)`: tool calling for any LangChain chat model, in this process.
+
+`ChatLlamaCpp`, `ChatHuggingFace`, `ChatOllama` on a model whose template has no tools, a
+provider class whose model has none: the wrapper writes the tools into the conversation as
+`ChatHermes` does, calls the model with plain messages through its own `invoke` / `stream`,
+and reads the calls out of its text, with the same reply policy (see `base`). The model's
+usage and `response_metadata` are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForLLMRun,
+    CallbackManager,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.runnables import RunnableBinding
+from pydantic import ConfigDict, PrivateAttr
+
+from hermes_tools._policy.drive import AsyncTransport, Transport
+from hermes_tools.errors import WrongTypeError
+from hermes_tools.langchain.base import ToolCallingChatModel
+from hermes_tools.langchain.transport import AsyncChatModelTransport, ChatModelTransport
+
+
+class ChatModelWithToolCalling(ToolCallingChatModel):
+    """A chat model given tool calling by hermes-tools (make one with `with_tool_calling`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model: BaseChatModel
+    """The model that writes the text (called with plain messages, no tools)."""
+
+    _stop_taken: list[bool] = PrivateAttr(default_factory=lambda: [True])
+
+    @property
+    def _llm_type(self) -> str:
+        return f"hermes-tools({self.model._llm_type})"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": self.model._identifying_params, **self._format_options()}
+
+    def _transport(
+        self, run_manager: CallbackManagerForLLMRun | None, *, stream: bool
+    ) -> Transport:
+        return ChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
+
+    def _async_transport(
+        self, run_manager: AsyncCallbackManagerForLLMRun | None, *, stream: bool
+    ) -> AsyncTransport:
+        return AsyncChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
+
+    def _reply_metadata(self, transport: object) -> dict[str, Any]:
+        metadata = getattr(transport, "metadata", None)
+        return dict(metadata) if isinstance(metadata, dict) else {}
+
+
+def inner_callbacks(
+    run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
+) -> CallbackManager | AsyncCallbackManager | list[Any]:
+    """The callbacks of the wrapped model's run: a child of the wrapper's run (so a trace
+    shows it inside), tagged `nostream` so that LangGraph's message stream gives the
+    wrapper's messages only, not the raw text with its call markup. Without a run, none at
+    all: the wrapped model must not pick up the callbacks of the code around it."""
+    if run_manager is None:
+        return []
+    manager: CallbackManager | AsyncCallbackManager = (
+        AsyncCallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+        if isinstance(run_manager, AsyncCallbackManagerForLLMRun)
+        else CallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+    )
+    manager.set_handlers(run_manager.inheritable_handlers)
+    manager.add_tags([*run_manager.inheritable_tags, "nostream"])
+    manager.add_metadata(run_manager.inheritable_metadata)
+    return manager
+
+
+def with_tool_calling(model: BaseChatModel, **options: Any) -> ChatModelWithToolCalling:
+    """Any LangChain chat model, with tool calling written into its prompt.
+
+    The result is a chat model: `bind_tools` (every `tool_choice`), `with_structured_output`,
+    `invoke` / `stream` / `batch` and their async forms, LangGraph and LangChain agents. The
+    options are `ChatHermes`'s format and reply options (`syntax`, `call_tag`,
+    `repair_attempts`, `check_grounding`, `think_open`, ...).
+
+    Example:
+        ```python
+        from langchain_community.chat_models import ChatLlamaCpp
+        from hermes_tools.langchain import with_tool_calling
+
+        model = with_tool_calling(ChatLlamaCpp(model_path="qwen2.5-coder-1.5b.gguf"))
+        model.bind_tools([get_weather]).invoke("Weather in Oslo?").tool_calls
+        ```
+    """
+    if isinstance(model, RunnableBinding):
+        bound = model.kwargs
+        if "tools" in bound or "functions" in bound:
+            raise WrongTypeError(
+                "This model has tools bound natively (bind_tools). Give with_tool_calling the "
+                "model itself and bind the tools to what it returns: "
+                "with_tool_calling(model).bind_tools(tools)."
+            )
+        raise WrongTypeError(
+            "with_tool_calling takes the chat model itself, not a model with bound arguments "
+            f"({', '.join(sorted(bound)) or 'a binding'}); bind them to what it returns."
+        )
+    if not isinstance(model, BaseChatModel):
+        raise WrongTypeError(
+            f"with_tool_calling takes a LangChain chat model (a BaseChatModel), not "
+            f"{type(model).__name__}. For an OpenAI-compatible endpoint use ChatHermes."
+        )
+    return ChatModelWithToolCalling(model=model, **options)

@@ -1,0 +1,247 @@
+"""A LangChain chat model in this process as a transport of the reply policy.
+
+The policy's request (plain messages in the OpenAI shape, stop sequences, the caller's other
+parameters) becomes a call of the model's own `invoke` / `stream`; its messages come back as
+the wire-shaped dicts the policy reads: text, reasoning (`reasoning_content`, or reasoning and
+thinking blocks), usage, finish reason. The model's own `response_metadata` is kept for the
+reply's last message. A model that takes no stop sequences is called without them (the policy
+cuts the text on its side).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import BaseMessage, convert_to_messages
+
+from hermes_tools.langchain.errors import HermesInnerModelError
+
+# The request's parameters that are the policy's, not the model's.
+_NOT_FOR_THE_MODEL = ("messages", "stop", "stream", "stream_options", "n", "model")
+# How models report a reply cut by its length, across providers.
+_CUT = ("length", "max_tokens", "MAX_TOKENS", "model_length")
+
+
+class _ChatModelCalls:
+    """One request's calls to `model` (one per attempt the policy asks for). Any failure of
+    the model fails the request, unless it continues a reply (then the reply stands)."""
+
+    failures: tuple[type[BaseException], ...] = (Exception,)
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        callbacks: CallbackManager | AsyncCallbackManager | list[Any],
+        stop_taken: list[bool],
+    ) -> None:
+        self._model = model
+        self._config: Any = {"callbacks": callbacks}
+        # Shared with the wrapper across requests: whether the model takes `stop`.
+        self._stop_taken = stop_taken
+        self.metadata: dict[str, Any] = {}
+
+    # -- shapes -------------------------------------------------------------------------------
+
+    def _call(self, request: Mapping[str, Any]) -> tuple[list[BaseMessage], dict[str, Any]]:
+        messages = convert_to_messages(request["messages"])
+        kwargs = {k: v for k, v in request.items() if k not in _NOT_FOR_THE_MODEL}
+        if request.get("stop") and self._stop_taken[0]:
+            kwargs["stop"] = list(request["stop"])
+        return messages, kwargs
+
+    def _refused_stop(self, error: Exception, kwargs: Mapping[str, Any]) -> bool:
+        """The model refused the stop sequences (it takes none): remembered."""
+        if "stop" not in kwargs or "stop" not in str(error).lower():
+            return False
+        if not isinstance(error, (TypeError, ValueError, NotImplementedError)):
+            return False
+        self._stop_taken[0] = False
+        return True
+
+    def _first(self, chunks: Iterator[BaseMessage]) -> tuple[BaseMessage, Iterator[BaseMessage]]:
+        first = next(chunks, None)
+        if first is None:
+            raise _streamed_nothing(self._model)
+        return first, chunks
+
+    def _wire_stream(
+        self, first: BaseMessage, rest: Iterator[BaseMessage]
+    ) -> Iterator[dict[str, Any]]:
+        try:
+            yield self._chunk(first)
+            finish = _finish_reason(first)
+            for message in rest:
+                finish = _finish_reason(message) or finish
+                yield self._chunk(message)
+            yield _last(finish)
+        finally:
+            close = getattr(rest, "close", None)
+            if close is not None:
+                close()  # a model cut off by a stop sequence stops generating
+
+    def _chunk(self, message: BaseMessage) -> dict[str, Any]:
+        self._keep_metadata(message)
+        text, reasoning = _texts(message, self._model)
+        delta: dict[str, Any] = {}
+        if text:
+            delta["content"] = text
+        if reasoning:
+            delta["reasoning_content"] = reasoning
+        chunk: dict[str, Any] = {"choices": [{"index": 0, "delta": delta}]}
+        chunk.update(self._envelope(message))
+        usage = _usage(message)
+        if usage is not None:
+            chunk["usage"] = usage
+        return chunk
+
+    def _completion(self, message: BaseMessage) -> dict[str, Any]:
+        self._keep_metadata(message)
+        text, reasoning = _texts(message, self._model)
+        reply: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning:
+            reply["reasoning_content"] = reasoning
+        completion: dict[str, Any] = {
+            "choices": [
+                {"index": 0, "message": reply, "finish_reason": _finish_reason(message) or "stop"}
+            ],
+            **self._envelope(message),
+        }
+        usage = _usage(message)
+        if usage is not None:
+            completion["usage"] = usage
+        return completion
+
+    def _envelope(self, message: BaseMessage) -> dict[str, Any]:
+        metadata = message.response_metadata or {}
+        model = metadata.get("model_name") or metadata.get("model")
+        envelope: dict[str, Any] = {}
+        if isinstance(model, str) and model:
+            envelope["model"] = model
+        if message.id:
+            envelope["id"] = message.id
+        return envelope
+
+    def _keep_metadata(self, message: BaseMessage) -> None:
+        for key, value in (message.response_metadata or {}).items():
+            if value is not None and value != "":
+                self.metadata[key] = value
+
+
+class ChatModelTransport(_ChatModelCalls):
+    def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        messages, kwargs = self._call(request)
+        try:
+            first, rest = self._first(self._model.stream(messages, self._config, **kwargs))
+        except Exception as error:
+            if not self._refused_stop(error, kwargs):
+                raise
+            kwargs.pop("stop")
+            first, rest = self._first(self._model.stream(messages, self._config, **kwargs))
+        return self._wire_stream(first, rest)
+
+    def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages, kwargs = self._call(request)
+        try:
+            message = self._model.invoke(messages, self._config, **kwargs)
+        except Exception as error:
+            if not self._refused_stop(error, kwargs):
+                raise
+            kwargs.pop("stop")
+            message = self._model.invoke(messages, self._config, **kwargs)
+        return self._completion(message)
+
+
+class AsyncChatModelTransport(_ChatModelCalls):
+    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        messages, kwargs = self._call(request)
+        chunks = self._model.astream(messages, self._config, **kwargs)
+        try:
+            first = await anext(chunks, None)
+        except Exception as error:
+            if not self._refused_stop(error, kwargs):
+                raise
+            kwargs.pop("stop")
+            chunks = self._model.astream(messages, self._config, **kwargs)
+            first = await anext(chunks, None)
+        if first is None:
+            raise _streamed_nothing(self._model)
+        yield self._chunk(first)
+        finish = _finish_reason(first)
+        async for message in chunks:
+            finish = _finish_reason(message) or finish
+            yield self._chunk(message)
+        yield _last(finish)
+
+    async def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages, kwargs = self._call(request)
+        try:
+            message = await self._model.ainvoke(messages, self._config, **kwargs)
+        except Exception as error:
+            if not self._refused_stop(error, kwargs):
+                raise
+            kwargs.pop("stop")
+            message = await self._model.ainvoke(messages, self._config, **kwargs)
+        return self._completion(message)
+
+
+def _texts(message: BaseMessage, model: BaseChatModel) -> tuple[str, str]:
+    """A message's text and reasoning; any other content cannot be read as text."""
+    reasoning = message.additional_kwargs.get("reasoning_content")
+    reasoning_parts = [reasoning] if isinstance(reasoning, str) else []
+    content = message.content
+    if isinstance(content, str):
+        return content, "".join(reasoning_parts)
+    texts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text") or ""))
+        elif kind in ("reasoning", "thinking"):
+            value = block.get(kind) or block.get("text") or ""
+            reasoning_parts.append(value if isinstance(value, str) else "")
+        else:
+            raise HermesInnerModelError(
+                f"{type(model).__name__} answered with a {kind!r} content block; a model "
+                "given tool calling by hermes-tools must answer with text. If it calls tools "
+                "natively, use it without with_tool_calling."
+            )
+    return "".join(texts), "".join(reasoning_parts)
+
+
+def _finish_reason(message: BaseMessage) -> str | None:
+    metadata = message.response_metadata or {}
+    for key in ("finish_reason", "done_reason", "stop_reason"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return "length" if value in _CUT else "stop"
+    return None
+
+
+def _usage(message: BaseMessage) -> dict[str, Any] | None:
+    usage = getattr(message, "usage_metadata", None)
+    if not usage:
+        return None
+    prompt = int(usage.get("input_tokens") or 0)
+    completion = int(usage.get("output_tokens") or 0)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": int(usage.get("total_tokens") or prompt + completion),
+    }
+
+
+def _last(finish: str | None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {}, "finish_reason": finish or "stop"}]}
+
+
+def _streamed_nothing(model: BaseChatModel) -> HermesInnerModelError:
+    return HermesInnerModelError(
+        f"{type(model).__name__} streamed nothing: not even an empty message. Check the "
+        "model's own stream() on the same messages."
+    )

@@ -1,0 +1,75 @@
+"""`with_tool_calling(llm)`: tool calling for any LlamaIndex LLM, in this process.
+
+`LlamaCPP`, `HuggingFaceLLM`, `Ollama` on a model whose template has no tools, any chat or
+completion-only LLM: the wrapper writes the tools into the conversation as `HermesLLM` does,
+calls the LLM with plain messages through its own `chat` / `stream_chat`, and reads the calls
+out of its text, with the same reply policy (see `base`). It is a `FunctionCallingLLM`:
+`FunctionAgent`, `AgentWorkflow`, `predict_and_call`, `structured_predict` and query engines
+work with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.base.llms.types import LLMMetadata
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms import LLM
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+
+from hermes_tools.errors import WrongTypeError
+from hermes_tools.llama_index.base import ToolCallingLLM
+from hermes_tools.llama_index.transport import AsyncLLMTransport, LLMTransport
+
+
+class LLMWithToolCalling(ToolCallingLLM):
+    """An LLM given tool calling by hermes-tools (make one with `with_tool_calling`)."""
+
+    llm: LLM = Field(description="The LLM that writes the text (called with plain messages).")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "LLMWithToolCalling"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        inner = self.llm.metadata
+        return inner.model_copy(update={"is_chat_model": True, "is_function_calling_model": True})
+
+    def _transport(self) -> LLMTransport:
+        return LLMTransport(self.llm)
+
+    def _async_transport(self) -> AsyncLLMTransport:
+        return AsyncLLMTransport(self.llm)
+
+
+def with_tool_calling(llm: LLM, **options: Any) -> LLMWithToolCalling:
+    """Any LlamaIndex LLM, with tool calling written into its prompt.
+
+    The result is a `FunctionCallingLLM` for `FunctionAgent`, `AgentWorkflow`,
+    `predict_and_call`, `structured_predict`, query engines and `QueryEngineTool`. The options
+    are `HermesLLM`'s format and reply options (`syntax`, `call_tag`, `repair_attempts`,
+    `check_grounding`, `think_open`, ...).
+
+    Example:
+        ```python
+        from llama_index.llms.llama_cpp import LlamaCPP
+        from hermes_tools.llama_index import with_tool_calling
+
+        llm = with_tool_calling(LlamaCPP(model_path="qwen2.5-coder-1.5b.gguf"))
+        agent = FunctionAgent(tools=[get_weather], llm=llm)
+        ```
+    """
+    if not isinstance(llm, LLM):
+        raise WrongTypeError(
+            f"with_tool_calling takes a LlamaIndex LLM, not {type(llm).__name__}. For an "
+            "OpenAI-compatible endpoint use HermesLLM."
+        )
+    if isinstance(llm, FunctionCallingLLM) and llm.metadata.is_function_calling_model:
+        name = type(llm).__name__
+        raise WrongTypeError(
+            f"{name} calls tools natively: use it as it is. with_tool_calling is for LLMs "
+            "without tool calling (pass is_function_calling_model=False to wrap one whose "
+            "model has none)."
+        )
+    return LLMWithToolCalling(llm=llm, **options)

@@ -1,0 +1,174 @@
+"""A LlamaIndex LLM in this process as a transport of the reply policy.
+
+The policy's request (plain messages in the OpenAI shape, the caller's other parameters) becomes
+a call of the LLM's own `chat` / `stream_chat`, which completion-only LLMs (`LlamaCPP`,
+`HuggingFaceLLM`) answer through their `messages_to_prompt`; its responses come back as the
+wire-shaped dicts the policy reads. LlamaIndex's LLMs take no stop sequences: the policy cuts
+the text on its side, and a stream it no longer needs is closed, which stops the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ImageBlock,
+    TextBlock,
+    ThinkingBlock,
+)
+from llama_index.core.llms import LLM
+
+from hermes_tools.errors import InnerModelError
+
+# The request's parameters that are the policy's, not the LLM's.
+_NOT_FOR_THE_MODEL = ("messages", "stop", "stream", "stream_options", "n", "model")
+
+
+class _LLMCalls:
+    """One request's calls to `llm` (one per attempt the policy asks for). Any failure of the
+    LLM fails the request, unless it continues a reply (then the reply stands)."""
+
+    failures: tuple[type[BaseException], ...] = (Exception,)
+
+    def __init__(self, llm: LLM) -> None:
+        self._llm = llm
+
+    def _call(self, request: Mapping[str, Any]) -> tuple[list[ChatMessage], dict[str, Any]]:
+        messages = [_message(message) for message in request["messages"]]
+        kwargs = {k: v for k, v in request.items() if k not in _NOT_FOR_THE_MODEL}
+        return messages, kwargs
+
+    def _chunk(self, response: ChatResponse, finish: str | None = None) -> dict[str, Any]:
+        delta: dict[str, Any] = {}
+        if response.delta:
+            delta["content"] = response.delta
+        thinking = response.additional_kwargs.get("thinking_delta")
+        if isinstance(thinking, str) and thinking:
+            delta["reasoning_content"] = thinking
+        choice: dict[str, Any] = {"index": 0, "delta": delta}
+        if finish is not None:
+            choice["finish_reason"] = finish
+        return {"choices": [choice], **_usage(response)}
+
+    def _completion(self, response: ChatResponse) -> dict[str, Any]:
+        if not isinstance(response, ChatResponse):
+            raise InnerModelError(
+                f"{type(self._llm).__name__}.chat returned {type(response).__name__}, not a "
+                "ChatResponse."
+            )
+        text = "".join(
+            block.text for block in response.message.blocks if isinstance(block, TextBlock)
+        )
+        thinking = "".join(
+            block.content or ""
+            for block in response.message.blocks
+            if isinstance(block, ThinkingBlock)
+        )
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if thinking:
+            message["reasoning_content"] = thinking
+        choice = {"index": 0, "message": message, "finish_reason": _finish(response) or "stop"}
+        return {"choices": [choice], **_usage(response)}
+
+    def _nothing(self) -> InnerModelError:
+        return InnerModelError(
+            f"{type(self._llm).__name__} streamed nothing: not even an empty response. Check "
+            "the LLM's own stream_chat() on the same messages."
+        )
+
+
+class LLMTransport(_LLMCalls):
+    def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        messages, kwargs = self._call(request)
+        return self._chunks(self._llm.stream_chat(messages, **kwargs))
+
+    def _chunks(self, responses: Iterator[ChatResponse]) -> Iterator[dict[str, Any]]:
+        finish = None
+        seen = False
+        try:
+            for response in responses:
+                seen = True
+                finish = _finish(response) or finish
+                yield self._chunk(response)
+        finally:
+            close = getattr(responses, "close", None)
+            if close is not None:
+                close()  # a model cut off by a stop sequence stops generating
+        if not seen:
+            raise self._nothing()
+        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish or "stop"}]}
+
+    def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages, kwargs = self._call(request)
+        return self._completion(self._llm.chat(messages, **kwargs))
+
+
+class AsyncLLMTransport(_LLMCalls):
+    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        messages, kwargs = self._call(request)
+        responses = await self._llm.astream_chat(messages, **kwargs)
+        finish = None
+        seen = False
+        try:
+            async for response in responses:
+                seen = True
+                finish = _finish(response) or finish
+                yield self._chunk(response)
+        finally:
+            close = getattr(responses, "aclose", None)
+            if close is not None:
+                await close()
+        if not seen:
+            raise self._nothing()
+        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish or "stop"}]}
+
+    async def create(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages, kwargs = self._call(request)
+        return self._completion(await self._llm.achat(messages, **kwargs))
+
+
+def _message(message: Mapping[str, Any]) -> ChatMessage:
+    """A plain OpenAI-shaped message (text, or text and image parts) as LlamaIndex's."""
+    content = message.get("content")
+    if isinstance(content, str) or content is None:
+        return ChatMessage(role=message["role"], content=content or "")
+    blocks: list[Any] = []
+    for part in content:
+        if part.get("type") == "text":
+            blocks.append(TextBlock(text=part["text"]))
+        elif part.get("type") == "image_url":
+            blocks.append(ImageBlock(url=part["image_url"]["url"]))
+    return ChatMessage(role=message["role"], blocks=blocks)
+
+
+def _finish(response: ChatResponse) -> str | None:
+    """The finish reason an LLM's raw response gives, where it gives one (llama.cpp does)."""
+    raw = response.raw
+    choices = raw.get("choices") if isinstance(raw, Mapping) else getattr(raw, "choices", None)
+    if not choices:
+        return None
+    first = choices[0]
+    reason = first.get("finish_reason") if isinstance(first, Mapping) else None
+    if not isinstance(reason, str) or not reason:
+        return None
+    return "length" if reason in ("length", "max_tokens") else "stop"
+
+
+def _usage(response: ChatResponse) -> dict[str, Any]:
+    """Token counts as LlamaIndex's LLMs report them (`additional_kwargs`, or a raw usage)."""
+    counts: Mapping[str, Any] = response.additional_kwargs
+    if "prompt_tokens" not in counts:
+        raw = response.raw
+        usage = raw.get("usage") if isinstance(raw, Mapping) else None
+        counts = usage if isinstance(usage, Mapping) else {}
+    if counts.get("prompt_tokens") is None and counts.get("completion_tokens") is None:
+        return {}
+    prompt = int(counts.get("prompt_tokens") or 0)
+    completion = int(counts.get("completion_tokens") or 0)
+    total = int(counts.get("total_tokens") or prompt + completion)
+    return {
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    }
