@@ -14,6 +14,7 @@ from openai import AsyncOpenAI, OpenAI
 import live
 from scripted_server import ScriptedServer
 from serve_helpers import RunningProxy, proxy_for
+from transports import TRANSPORTS, wrapper_for
 
 
 @pytest.fixture(scope="session")
@@ -93,3 +94,9 @@ def start_proxy(server: ScriptedServer) -> Iterator[Callable[..., RunningProxy]]
     yield start
     for proxy in started:
         proxy.stop()
+
+
+@pytest.fixture(params=TRANSPORTS)
+def wrap(request: pytest.FixtureRequest, server: ScriptedServer) -> Callable[..., Any]:
+    """`hermes_tools.wrap`, and the same reply policy over each in-process transport."""
+    return wrapper_for(request.param, server)

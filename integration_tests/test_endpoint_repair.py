@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
-import hermes_tools
 from endpoint_helpers import QUESTION, TOOLS, plain_accumulate
 from hermes_tools import ToolCallRequiredError
 from scripted_server import Reply, ScriptedServer
@@ -77,9 +76,9 @@ def same_answer(whole: Any, streamed: dict[str, Any]) -> None:
 
 
 def test_a_repair_that_succeeds_leaves_no_trace_of_the_rejected_attempt(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(BROKEN, chunks=3), Reply(FIXED, chunks=3)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -105,9 +104,9 @@ def test_a_repair_that_succeeds_leaves_no_trace_of_the_rejected_attempt(
     "retry", ["Checking.\n" + FIXED, "Sorry, my mistake. Here it is:\n" + FIXED + "\nDone."]
 )
 def test_a_retry_adds_its_call_not_its_words(
-    retry: str, server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, retry: str, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(BROKEN, chunks=2), Reply(retry, chunks=2)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -116,9 +115,9 @@ def test_a_retry_adds_its_call_not_its_words(
 
 
 def test_a_required_call_that_comes_on_the_retry(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(
         client, server, ["It is probably sunny.", FIXED], tool_choice="required"
     )
@@ -135,9 +134,9 @@ def test_a_required_call_that_comes_on_the_retry(
     "tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}]
 )
 def test_a_required_call_that_never_comes_fails_the_request(
-    stream: bool, tool_choice: Any, server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, stream: bool, tool_choice: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     server.script("It is probably sunny.", "Still sunny, I think.")
     received: list[Any] = []
 
@@ -156,9 +155,9 @@ def test_a_required_call_that_never_comes_fails_the_request(
 
 
 def test_a_required_call_with_repair_off_fails_at_once(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    client = wrap(openai_client, repair_attempts=0)
     server.script(BROKEN)
     with pytest.raises(ToolCallRequiredError, match="not valid JSON"):
         client.chat.completions.create(
@@ -167,9 +166,9 @@ def test_a_required_call_with_repair_off_fails_at_once(
 
 
 def test_a_call_to_another_tool_than_the_named_one_is_dropped_and_asked_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     wrong = '<tool_call>{"name": "get_time", "arguments": {"tz": "CET"}}</tool_call>'
     choice = {"type": "function", "function": {"name": "get_weather"}}
     whole, streamed = both_ways(client, server, [wrong, FIXED], tool_choice=choice)
@@ -189,9 +188,9 @@ def test_a_call_to_another_tool_than_the_named_one_is_dropped_and_asked_again(
 
 
 def test_repair_gives_up_after_the_allowed_attempts(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client, repair_attempts=2)
+    client = wrap(openai_client, repair_attempts=2)
     whole, streamed = both_ways(client, server, [BROKEN, BROKEN, BROKEN])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -203,8 +202,8 @@ def test_repair_gives_up_after_the_allowed_attempts(
     assert len(server.bodies()) == 6
 
 
-def test_repair_can_be_turned_off(server: ScriptedServer, openai_client: OpenAI) -> None:
-    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+def test_repair_can_be_turned_off(wrap: Any, server: ScriptedServer, openai_client: OpenAI) -> None:
+    client = wrap(openai_client, repair_attempts=0)
     whole, streamed = both_ways(client, server, [BROKEN])
     same_answer(whole, streamed)
     assert len(whole.choices[0].message.invalid_tool_calls) == 1
@@ -212,11 +211,11 @@ def test_repair_can_be_turned_off(server: ScriptedServer, openai_client: OpenAI)
 
 
 def test_invalid_calls_are_never_listed_as_calls(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Issue 10: a stop mid-call, or a broken call, is no `tool_calls` entry and no
     `finish_reason="tool_calls"`; streamed, the call already sent is made unreadable."""
-    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    client = wrap(openai_client, repair_attempts=0)
     cut = 'On it.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
     for text in (cut, BROKEN, FIXED + "\n" + BROKEN):
         whole, streamed = both_ways(client, server, [Reply(text, chunks=3)])
@@ -232,9 +231,9 @@ def test_invalid_calls_are_never_listed_as_calls(
 
 
 def test_no_repair_when_calls_are_optional_and_the_model_answers(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, ["Just text."])
     same_answer(whole, streamed)
     assert whole.choices[0].message.content == "Just text."
@@ -245,11 +244,11 @@ def test_no_repair_when_calls_are_optional_and_the_model_answers(
 
 
 def test_a_call_that_could_not_be_used_beside_valid_ones_is_asked_for_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """The valid call already went out, so the reply is kept and continued: the model is
     asked for the broken call only, and the continuation adds its calls, not its words."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     continued = "Sorry, here it is.\n" + ROME
     whole, streamed = both_ways(
         client, server, [Reply(FIXED + BROKEN, chunks=5), Reply(continued, chunks=4)]
@@ -278,9 +277,9 @@ def test_a_call_that_could_not_be_used_beside_valid_ones_is_asked_for_again(
 
 
 def test_a_continuation_adds_no_call_the_reply_already_made(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     for continued, cities in ((FIXED + ROME, ["Paris", "Rome"]), ("I cannot.", ["Paris"])):
         server.reset()
         whole, streamed = both_ways(client, server, [FIXED + BROKEN, Reply(continued, chunks=3)])
@@ -300,11 +299,11 @@ def test_a_continuation_adds_no_call_the_reply_already_made(
 
 
 def test_no_continuation_without_repairs_or_when_one_call_is_allowed(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     for client, request in (
-        (hermes_tools.wrap(openai_client, repair_attempts=0), {}),
-        (hermes_tools.wrap(openai_client), {"parallel_tool_calls": False}),
+        (wrap(openai_client, repair_attempts=0), {}),
+        (wrap(openai_client), {"parallel_tool_calls": False}),
     ):
         server.reset()
         whole, streamed = both_ways(client, server, [FIXED + BROKEN], **request)
@@ -314,9 +313,9 @@ def test_no_continuation_without_repairs_or_when_one_call_is_allowed(
 
 
 def test_single_call_when_parallel_calls_are_off(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [FIXED + ROME], parallel_tool_calls=False)
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -330,7 +329,7 @@ def test_single_call_when_parallel_calls_are_off(
 
 
 def test_calls_copied_from_the_history_without_tools_are_dropped(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     history = [
         *QUESTION,
@@ -347,7 +346,7 @@ def test_calls_copied_from_the_history_without_tools_are_dropped(
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "21C"},
     ]
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     for stream in (False, True):
         server.script("It is 21C. " + ROME)
         response = client.chat.completions.create(model="m", messages=history, stream=stream)
@@ -364,8 +363,10 @@ def test_calls_copied_from_the_history_without_tools_are_dropped(
         assert [d["name"] for d in dropped] == ["get_weather"]
 
 
-async def test_async_repair(server: ScriptedServer, async_openai_client: AsyncOpenAI) -> None:
-    client = hermes_tools.wrap(async_openai_client)
+async def test_async_repair(
+    wrap: Any, server: ScriptedServer, async_openai_client: AsyncOpenAI
+) -> None:
+    client = wrap(async_openai_client)
     server.script(BROKEN, FIXED)
     stream = await client.chat.completions.create(
         model="m", messages=QUESTION, tools=TOOLS, stream=True
@@ -386,9 +387,9 @@ async def test_async_repair(server: ScriptedServer, async_openai_client: AsyncOp
 
 
 def test_a_made_up_tool_result_is_cut_by_the_stop_sequence(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     server.script(FIXED)
     client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop="END")
     server.script("It is sunny.")
@@ -399,6 +400,11 @@ def test_a_made_up_tool_result_is_cut_by_the_stop_sequence(
     server.script(FIXED)
     client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS, stop=full)
     with_tools, without_tools, three, four = server.bodies()
+    if wrap.kind == "llama_index":  # LlamaIndex's LLMs take no stop: the policy cuts itself
+        assert not any("stop" in body for body in server.bodies())
+        return
+    if wrap.kind == "langchain":  # LangChain's models send a list
+        without_tools["stop"] = without_tools["stop"][0]
     # Tagged, or untagged as the results in the history start (a small model copies them).
     assert with_tools["stop"] == ["END", "<tool_response>", '{"tool_call_id"']
     assert without_tools["stop"] == "END"  # untouched when no tools are offered
@@ -406,9 +412,11 @@ def test_a_made_up_tool_result_is_cut_by_the_stop_sequence(
     assert four["stop"] == full  # the caller's full list stays as it is
 
 
-def test_an_empty_reply_is_asked_again(server: ScriptedServer, openai_client: OpenAI) -> None:
+def test_an_empty_reply_is_asked_again(
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
+) -> None:
     # What a small model's made-up `<tool_response>` leaves once the stop sequence cut it.
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, ["", FIXED])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -419,9 +427,9 @@ def test_an_empty_reply_is_asked_again(server: ScriptedServer, openai_client: Op
 
 
 def test_an_empty_reply_cut_by_max_tokens_is_not_asked_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     server.script(Reply("", finish_reason="length"))
     completion = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
     assert completion.choices[0].finish_reason == "length"
@@ -435,9 +443,9 @@ LONDON = FIXED.replace("Paris", "London")
 
 
 def test_a_call_made_of_values_nobody_said_is_asked_again_and_the_answer_stands(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     answer = "Hello! I'm doing well. How can I help?"
     whole, streamed = both_ways(client, server, [Reply(LONDON, chunks=4), answer], SMALL_TALK)
     same_answer(whole, streamed)
@@ -454,9 +462,9 @@ def test_a_call_made_of_values_nobody_said_is_asked_again_and_the_answer_stands(
 
 
 def test_the_same_ungrounded_call_on_the_retry_is_made(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [LONDON, Reply(LONDON, chunks=3)], SMALL_TALK)
     same_answer(whole, streamed)
     (call,) = whole.choices[0].message.tool_calls
@@ -469,12 +477,12 @@ def test_the_same_ungrounded_call_on_the_retry_is_made(
 
 
 def test_a_second_guess_is_asked_once_more_to_answer_without_a_call(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Qwen2.5-Coder-1.5B answers "Hi there!" with get_weather(Paris), and asked about Paris,
     with get_weather(London): another value nobody said is a guess. It is asked once more,
     beyond repair_attempts=1, to answer without a call; that answer stands."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     answer = "Hello! I'm doing well. How can I help?"
     whole, streamed = both_ways(
         client, server, [Reply(FIXED, chunks=3), Reply(LONDON, chunks=4), answer], SMALL_TALK
@@ -495,11 +503,11 @@ def test_a_second_guess_is_asked_once_more_to_answer_without_a_call(
 
 
 def test_the_answer_to_the_second_guess_ask_stands(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """A third guess is made (asked about once more only), and a call with values nobody
     said is asked about once more only when the first ask was about such values too."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [FIXED, LONDON, ROME], SMALL_TALK)
     same_answer(whole, streamed)
     (call,) = whole.choices[0].message.tool_calls
@@ -513,7 +521,7 @@ def test_the_answer_to_the_second_guess_ask_stands(
     assert len(server.bodies()) == 4  # the answer to a broken call is not checked for guesses
     for repeated in (LONDON, COPIED_EXAMPLE):  # insisting stands, however many repairs are left
         server.reset()
-        patient = hermes_tools.wrap(openai_client, repair_attempts=3)
+        patient = wrap(openai_client, repair_attempts=3)
         tools = [*TOOLS, CALCULATOR]
         whole, streamed = both_ways(patient, server, [LONDON, repeated], SMALL_TALK, tools=tools)
         same_answer(whole, streamed)
@@ -527,9 +535,9 @@ COPIED_EXAMPLE = (
 
 
 def test_grounded_calls_and_required_calls_are_not_asked_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, _ = both_ways(client, server, [Reply(FIXED, chunks=3)])  # "Paris" was asked about
     assert [c.function.name for c in whole.choices[0].message.tool_calls] == ["get_weather"]
     whole, _ = both_ways(client, server, [LONDON], SMALL_TALK, tool_choice="required")
@@ -538,7 +546,7 @@ def test_grounded_calls_and_required_calls_are_not_asked_again(
 
 
 def test_a_required_call_that_copies_its_tools_example_is_asked_for_afresh(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Qwen2.5-Coder-0.5B, required to call a tool for "2 to the power of 10", wrote
     (2 ** 10) * 2.5: a copied example is asked about even where a call is required (values
@@ -548,7 +556,7 @@ def test_a_required_call_that_copies_its_tools_example_is_asked_for_afresh(
     for choice in ("required", {"type": "function", "function": {"name": "calculator"}}):
         server.reset()
         whole, streamed = both_ways(
-            hermes_tools.wrap(openai_client),
+            wrap(openai_client),
             server,
             [EXAMPLE.replace("(3 + 4) * 2.5", "(2 ** 10) * 2.5"), fixed],
             question,
@@ -562,10 +570,10 @@ def test_a_required_call_that_copies_its_tools_example_is_asked_for_afresh(
 
 
 def test_an_ungrounded_call_beside_a_grounded_one_is_asked_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """An ungrounded call keeps the attempt held, so a grounded call after it waits too."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(LONDON + FIXED, chunks=4), FIXED])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -577,11 +585,11 @@ def test_an_ungrounded_call_beside_a_grounded_one_is_asked_again(
 
 
 def test_a_call_after_a_grounded_call_that_went_out_stands(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """A grounded call is released as soon as it ends (the calls after it stream live), so
     the attempt can no longer be asked again: what follows stands as written."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(FIXED + LONDON, chunks=4)])
     same_answer(whole, streamed)
     cities = [json.loads(c.function.arguments)["city"] for c in whole.choices[0].message.tool_calls]
@@ -590,7 +598,7 @@ def test_a_call_after_a_grounded_call_that_went_out_stands(
 
 
 def test_a_call_after_the_replys_own_words_is_not_asked_about_values_nobody_said(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Qwen2.5-Coder-1.5B, in the cookbook's agent, wrote "18 x 7 = 126. So the final answer
     is:" and then calculator("126"); asked about 126 (nobody said it), it answered "I
@@ -598,7 +606,7 @@ def test_a_call_after_the_replys_own_words_is_not_asked_about_values_nobody_said
     together. The words went out as they came, so the call after them stands (a retry's words
     would be written on after them); a reply that is nothing but such a call is asked again,
     and a retry's words never went out, so its calls are still asked about."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     words = "The weather in London? Let me check.\n"
     whole, streamed = both_ways(client, server, [Reply(words + LONDON, chunks=5)], SMALL_TALK)
     same_answer(whole, streamed)
@@ -635,13 +643,13 @@ CALCULATOR = {
 
 
 def test_a_number_copied_from_a_tools_description_is_asked_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     tools = [CALCULATOR]
     copied = '<tool_call>{"name": "calculator", "arguments": {"expression": "(12 + 30) * 2.5"}}</tool_call>'
     fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "12 + 30"}}</tool_call>'
     question = [{"role": "user", "content": "What is 12 + 30?"}]
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(
         client, server, [Reply(copied, chunks=5), fixed], question, tools=tools
     )
@@ -669,7 +677,7 @@ def test_a_number_copied_from_a_tools_description_is_asked_again(
 
 
 def test_a_copy_of_a_number_no_description_shows_is_asked_again_with_the_reason(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """A number from a schema keyword (here a maximum) is no example to take out: the model
     sees its reply and the reason, as for any other repair."""
@@ -686,7 +694,7 @@ def test_a_copy_of_a_number_no_description_shows_is_asked_again_with_the_reason(
     copied = '<tool_call>{"name": "dim", "arguments": {"level": 100}}</tool_call>'
     fixed = '<tool_call>{"name": "dim", "arguments": {"level": 40}}</tool_call>'
     question = [{"role": "user", "content": "Dim the lights to 40."}]
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [copied, fixed], question, tools=[lights])
     same_answer(whole, streamed)
     assert [json.loads(c.function.arguments) for c in whole.choices[0].message.tool_calls] == [
@@ -703,13 +711,13 @@ EXAMPLE = (
 
 
 def test_a_call_copying_its_tools_example_after_a_call_that_went_out_is_invalid(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Qwen2.5-Coder asked only for the weather in Berlin also calls the calculator with its
     description's example: the attempt is committed (the weather call went out), but that
     made-up call is invalid, with the reason, and is not run. The model is asked for it
     again; copied again, it is invalid again; answered in words, nothing is added."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     for continued in (EXAMPLE, "Nothing to calculate."):
         server.reset()
         whole, streamed = both_ways(
@@ -731,12 +739,12 @@ def test_a_call_copying_its_tools_example_after_a_call_that_went_out_is_invalid(
 
 
 def _continued_after_an_example(
-    server: ScriptedServer, openai_client: OpenAI, question: str, continued: str
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI, question: str, continued: str
 ) -> Any:
     """get_weather(Paris), then the calculator's example; the continuation answers
     `continued`. The whole message (the streamed one is checked to be the same)."""
     whole, streamed = both_ways(
-        hermes_tools.wrap(openai_client),
+        wrap(openai_client),
         server,
         [Reply(FIXED + EXAMPLE, chunks=6), Reply(continued, chunks=4)],
         [{"role": "user", "content": question}],
@@ -747,7 +755,7 @@ def _continued_after_an_example(
 
 
 def test_a_parallel_call_copying_its_tools_example_is_asked_for_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Qwen2.5-Coder-1.5B asked for the weather in Madrid and 15 * 4 calls get_weather, then
     the calculator with its description's example. Asked for that call again with the copy
@@ -755,7 +763,7 @@ def test_a_parallel_call_copying_its_tools_example_is_asked_for_again(
     example out of the description, it wrote 15 * 4. The reply holds both calls."""
     fixed = '<tool_call>{"name": "calculator", "arguments": {"expression": "15 * 4"}}</tool_call>'
     message = _continued_after_an_example(
-        server, openai_client, "What's the weather in Paris, and what is 15 * 4?", fixed
+        wrap, server, openai_client, "What's the weather in Paris, and what is 15 * 4?", fixed
     )
     assert [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls] == [
         ("get_weather", {"city": "Paris"}),
@@ -780,7 +788,7 @@ def test_a_parallel_call_copying_its_tools_example_is_asked_for_again(
 
 
 def test_a_continuation_adds_no_call_with_values_nobody_said(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Asked for the calls a request still needs when it needs none, Qwen2.5-Coder-1.5B made
     some up (the weather in another city, 2 + 3): they are dropped, with the reason."""
@@ -789,7 +797,7 @@ def test_a_continuation_adds_no_call_with_values_nobody_said(
         + '<tool_call>{"name": "calculator", "arguments": {"expression": "2 + 3"}}</tool_call>'
     )
     message = _continued_after_an_example(
-        server, openai_client, "What's the weather in Paris?", made_up
+        wrap, server, openai_client, "What's the weather in Paris?", made_up
     )
     assert [c.function.name for c in message.tool_calls] == ["get_weather"]
     assert [(d["name"], d["reason"]) for d in message.dropped_tool_calls] == [
@@ -799,11 +807,11 @@ def test_a_continuation_adds_no_call_with_values_nobody_said(
 
 
 def test_the_grounding_check_can_be_turned_off(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     for client in (
-        hermes_tools.wrap(openai_client, check_grounding=False),
-        hermes_tools.wrap(openai_client, repair_attempts=0),
+        wrap(openai_client, check_grounding=False),
+        wrap(openai_client, repair_attempts=0),
     ):
         server.reset()
         whole, streamed = both_ways(client, server, [Reply(LONDON, chunks=3)], SMALL_TALK)
@@ -813,11 +821,11 @@ def test_the_grounding_check_can_be_turned_off(
 
 
 def test_a_continuation_adds_each_call_once_and_every_item_of_a_list(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Within the continuation too, a repeat is dropped; a list spread over calls keeps its
     other items when one of them is a call the reply already made."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     listed = (
         '<tool_call>{"name": "get_weather", "arguments": {"city": ["Paris", "Rome"]}}</tool_call>'
     )
@@ -836,11 +844,11 @@ def test_a_continuation_adds_each_call_once_and_every_item_of_a_list(
 
 @pytest.mark.parametrize("failure", ["status", "cut"])
 def test_a_continuation_that_fails_leaves_the_reply_it_continues(
-    server: ScriptedServer, openai_client: OpenAI, failure: str
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI, failure: str
 ) -> None:
     """The valid call already went out: an error or a cut stream on the continuation's
     request ends the reply as it was, instead of raising after the call was sent."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     broken = Reply(status=500) if failure == "status" else Reply(ROME, chunks=4, cut_after=1)
     whole, streamed = both_ways(client, server, [Reply(FIXED + BROKEN, chunks=5), broken])
     if failure == "status":  # a whole reply cannot be cut: it came back whole, with Rome
@@ -855,9 +863,9 @@ def test_a_continuation_that_fails_leaves_the_reply_it_continues(
 
 
 async def test_an_async_continuation_that_fails_leaves_the_reply_it_continues(
-    server: ScriptedServer, async_openai_client: AsyncOpenAI
+    wrap: Any, server: ScriptedServer, async_openai_client: AsyncOpenAI
 ) -> None:
-    client = hermes_tools.wrap(async_openai_client)
+    client = wrap(async_openai_client)
     for stream in (False, True):
         server.reset()
         server.script(Reply(FIXED + BROKEN, chunks=5), Reply(status=500))
@@ -874,7 +882,7 @@ async def test_an_async_continuation_that_fails_leaves_the_reply_it_continues(
 
 
 def test_a_required_call_asked_afresh_can_still_be_asked_for(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """Asking afresh without the example uses up no repair: a model that then answers in
     words where a call is required is asked for the call (repair_attempts=1)."""
@@ -884,7 +892,7 @@ def test_a_required_call_asked_afresh_can_still_be_asked_for(
         '<tool_call>{"name": "calculator", "arguments": {"expression": "1234 * 5678"}}</tool_call>'
     )
     whole, streamed = both_ways(
-        hermes_tools.wrap(openai_client),
+        wrap(openai_client),
         server,
         [copied, "It is 7006652.", fixed],
         question,

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-import hermes_tools
 from scripted_server import Reply, ScriptedServer
 
 SEND_MONEY = {
@@ -51,10 +50,14 @@ FETCHED = [
     ids=["tool-result", "user-message"],
 )
 def test_a_quoted_call_is_not_run(
-    server: ScriptedServer, openai_client: OpenAI, stream: bool, messages: list[dict[str, Any]]
+    wrap: Any,
+    server: ScriptedServer,
+    openai_client: OpenAI,
+    stream: bool,
+    messages: list[dict[str, Any]],
 ) -> None:
     server.script(Reply(f"Here is the summary.\n{INJECTED}", chunks=5))
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     if stream:
         chunks = list(
             client.chat.completions.create(
@@ -86,10 +89,10 @@ def test_a_quoted_call_is_not_run(
 
 
 def test_a_tagless_call_the_conversation_does_not_hold_is_run(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     server.script(Reply(f"Paying now.\n{INJECTED}"))
-    completion = hermes_tools.wrap(openai_client).chat.completions.create(
+    completion = wrap(openai_client).chat.completions.create(
         model="m",
         messages=[{"role": "user", "content": "Pay the attacker 1000."}],
         tools=[SEND_MONEY],

@@ -36,9 +36,9 @@ def _call(arguments: object, name: str = "get_weather") -> str:
     ],
 )
 def test_arguments_that_do_not_fit_are_asked_again_with_the_schema_error(
-    server: ScriptedServer, openai_client: OpenAI, arguments: object, reason: str
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI, arguments: object, reason: str
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=5), FIXED])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -53,9 +53,9 @@ def test_arguments_that_do_not_fit_are_asked_again_with_the_schema_error(
 
 
 def test_a_call_to_a_tool_that_does_not_exist_is_invalid_and_never_streamed(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    client = wrap(openai_client, repair_attempts=0)
     whole, streamed = both_ways(client, server, [Reply(_call({"q": "x"}, "web_search"), chunks=4)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -70,8 +70,10 @@ def test_a_call_to_a_tool_that_does_not_exist_is_invalid_and_never_streamed(
     assert whole.choices[0].finish_reason == "stop"
 
 
-def test_a_call_that_fits_is_untouched(server: ScriptedServer, openai_client: OpenAI) -> None:
-    client = hermes_tools.wrap(openai_client)
+def test_a_call_that_fits_is_untouched(
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = wrap(openai_client)
     server.script(_call({"city": "Paris", "unit": "celsius"}))
     message = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
     (call,) = message.choices[0].message.tool_calls
@@ -135,12 +137,13 @@ def _calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
     ],
 )
 def test_a_call_whose_meaning_is_plain_is_fitted_without_asking_again(
+    wrap: Any,
     server: ScriptedServer,
     openai_client: OpenAI,
     arguments: dict[str, Any],
     calls: list[dict[str, Any]],
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=7)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -153,9 +156,9 @@ def test_a_call_whose_meaning_is_plain_is_fitted_without_asking_again(
 
 
 def test_a_spread_list_keeps_the_first_call_when_parallel_calls_are_off(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(
         client,
         server,
@@ -171,7 +174,7 @@ def test_a_spread_list_keeps_the_first_call_when_parallel_calls_are_off(
 
 
 def test_a_call_after_one_already_released_is_not_fitted_but_asked_for_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """After a valid call is out, the calls that follow stream as the model writes them, so
     they cannot be fitted: a list there is an invalid call, whole and streamed alike. The
@@ -179,7 +182,7 @@ def test_a_call_after_one_already_released_is_not_fitted_but_asked_for_again(
     so it is fitted, and the call the reply already made is not made twice."""
     listed = _call({"city": ["Paris", "Rome"]})
     reply = _call({"city": "Rome"}) + "\n" + listed
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(reply, chunks=9), Reply(listed, chunks=4)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -205,9 +208,9 @@ def test_a_call_after_one_already_released_is_not_fitted_but_asked_for_again(
     ],
 )
 def test_a_call_that_no_fit_makes_valid_is_asked_again(
-    server: ScriptedServer, openai_client: OpenAI, arguments: dict[str, Any]
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI, arguments: dict[str, Any]
 ) -> None:
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(client, server, [Reply(_call(arguments), chunks=5), FIXED])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -217,11 +220,11 @@ def test_a_call_that_no_fit_makes_valid_is_asked_again(
 
 
 def test_without_repairs_a_streamed_call_is_never_rewritten(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """With repair_attempts=0 calls stream as the model writes them, so what went out cannot
     be fitted afterwards: the call is invalid, whole and streamed alike."""
-    client = hermes_tools.wrap(openai_client, repair_attempts=0)
+    client = wrap(openai_client, repair_attempts=0)
     whole, streamed = both_ways(client, server, [Reply(_call({"city": ["Paris"]}), chunks=6)])
     same_answer(whole, streamed)
     message = whole.choices[0].message
@@ -278,6 +281,7 @@ def _forecast(arguments: dict[str, Any]) -> str:
     ],
 )
 def test_a_string_that_spells_a_number_or_boolean_is_read_without_asking_again(
+    wrap: Any,
     server: ScriptedServer,
     openai_client: OpenAI,
     tool_choice: str,
@@ -287,7 +291,7 @@ def test_a_string_that_spells_a_number_or_boolean_is_read_without_asking_again(
     """A framework given the call natively runs it (pydantic reads "3" as 3): so does ours,
     from one request, whole and streamed (the call is held until it ends: with tool_choice
     "auto" from its start)."""
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     choice: Any = (
         tool_choice
         if tool_choice != "get_forecast"
@@ -322,10 +326,10 @@ def test_a_string_that_spells_a_number_or_boolean_is_read_without_asking_again(
     ],
 )
 def test_a_string_no_lossless_reading_makes_fit_is_asked_again(
-    server: ScriptedServer, openai_client: OpenAI, arguments: dict[str, Any]
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI, arguments: dict[str, Any]
 ) -> None:
     fixed = _forecast({"city": "Oslo", "days": 3})
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(
         client,
         server,
@@ -341,11 +345,11 @@ def test_a_string_no_lossless_reading_makes_fit_is_asked_again(
 
 
 def test_a_strict_tool_gets_its_types_as_written_or_is_asked_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     strict = {"type": "function", "function": {**FORECAST_TOOL["function"], "strict": True}}
     fixed = _forecast({"city": "Oslo", "days": 3})
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(
         client,
         server,
@@ -361,7 +365,7 @@ def test_a_strict_tool_gets_its_types_as_written_or_is_asked_again(
 
 
 def test_a_string_in_a_call_already_on_the_wire_is_not_read_but_asked_for_again(
-    server: ScriptedServer, openai_client: OpenAI
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     """After a valid call is out, the next streams as the model writes it, so its "3" went
     out as a string and cannot be read afterwards: the call is invalid, whole and streamed
@@ -369,7 +373,7 @@ def test_a_string_in_a_call_already_on_the_wire_is_not_read_but_asked_for_again(
     until it ends, so the string it writes again is read there."""
     again = _forecast({"city": "Bergen", "days": "3"})
     reply = _forecast({"city": "Oslo", "days": 3}) + "\n" + again
-    client = hermes_tools.wrap(openai_client)
+    client = wrap(openai_client)
     whole, streamed = both_ways(
         client,
         server,

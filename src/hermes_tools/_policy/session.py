@@ -26,6 +26,8 @@ here too, so a model that takes none stops where a server would have stopped it.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -130,7 +132,14 @@ class ReplySession:
         self._cutters: dict[int, StopCutter] = {}
         self._rejected_text: list[str] = []  # the text of rejected attempts, stripped
         self._finish: dict[int, str | None] = {}
-        self._metadata: dict[str, Any] = {}
+        # What the reply says of itself where the model did not say it (a model in this
+        # process has no completion id): as a server would.
+        self._metadata: dict[str, Any] = {
+            "id": "chatcmpl-" + os.urandom(12).hex(),
+            "created": int(time.time()),
+            "model": request.get("model") or "",
+        }
+        self._told: set[str] = set()  # the metadata keys the model's replies gave
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
 
@@ -475,8 +484,10 @@ class ReplySession:
 
     def _remember_metadata(self, response: Mapping[str, Any]) -> None:
         for key in _METADATA:
-            if self._metadata.get(key) is None:
-                self._metadata[key] = response.get(key)
+            value = response.get(key)
+            if key not in self._told and value is not None:
+                self._told.add(key)
+                self._metadata[key] = value
 
     def _envelope(self, kind: str) -> dict[str, Any]:
         known = {k: v for k, v in self._metadata.items() if v is not None}

@@ -17,6 +17,7 @@ from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 
+from hermes_tools._policy.request import stop_sequences
 from hermes_tools.langchain.errors import HermesInnerModelError
 
 # The request's parameters that are the policy's, not the model's.
@@ -48,8 +49,9 @@ class _ChatModelCalls:
     def _call(self, request: Mapping[str, Any]) -> tuple[list[BaseMessage], dict[str, Any]]:
         messages = convert_to_messages(request["messages"])
         kwargs = {k: v for k, v in request.items() if k not in _NOT_FOR_THE_MODEL}
-        if request.get("stop") and self._stop_taken[0]:
-            kwargs["stop"] = list(request["stop"])
+        stop = stop_sequences(request.get("stop"))
+        if stop and self._stop_taken[0]:
+            kwargs["stop"] = stop
         return messages, kwargs
 
     def _refused_stop(self, error: Exception, kwargs: Mapping[str, Any]) -> bool:

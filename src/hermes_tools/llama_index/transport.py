@@ -151,7 +151,11 @@ def _finish(response: ChatResponse) -> str | None:
     if not choices:
         return None
     first = choices[0]
-    reason = first.get("finish_reason") if isinstance(first, Mapping) else None
+    reason = (
+        first.get("finish_reason")
+        if isinstance(first, Mapping)
+        else getattr(first, "finish_reason", None)
+    )
     if not isinstance(reason, str) or not reason:
         return None
     return "length" if reason in ("length", "max_tokens") else "stop"
