@@ -349,3 +349,12 @@ def test_a_lone_tag_start_ending_the_reply_after_a_call_is_text(call: str) -> No
     result = parse_every_split("Listing.\n" + call + "\n<", [LIST_FILES])
     check_nothing_lost("Listing.\n" + call + "\n<", result)
     assert result.content.endswith("<")
+
+
+def test_whitespace_before_a_late_think_sets_the_text_after_it_apart() -> None:
+    """`A\\n\\n<think>..</think>\\n<call>B`: the run before the think was layout, and B,
+    which follows removed markup directly, is set apart from A by it (as after a call)."""
+    text = f"A\n\n<think>plan</think>\n{CALL}B"
+    result = parse_every_way(text, TOOLS)
+    assert result.content == "A\n\nB"
+    assert result.reasoning == "plan"

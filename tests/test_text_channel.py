@@ -65,7 +65,8 @@ def test_whitespace_handed_over_and_back_is_laid_out_as_if_kept() -> None:
         channel.boundary()  # a call block
         channel.write("\n")
         if handed_over:
-            channel.boundary_after(channel.take_pending())  # a call without tags
+            after_markup = channel.after_markup
+            channel.boundary_after(channel.take_pending(), after_markup=after_markup)
         else:
             channel.boundary()
         channel.write("B")

@@ -166,14 +166,23 @@ class _Tentative:
         "first_index",
         "info",
         "pending",
+        "pending_after_markup",
         "quoted",
         "raw",
         "resume",
     )
 
-    def __init__(self, channel: TextChannel, pending: str, first_index: int, resume: State) -> None:
+    def __init__(
+        self,
+        channel: TextChannel,
+        pending: str,
+        pending_after_markup: bool,
+        first_index: int,
+        resume: State,
+    ) -> None:
         self.channel = channel
         self.pending = pending  # the channel's whitespace before it
+        self.pending_after_markup = pending_after_markup  # that whitespace followed markup
         self.first_index = first_index
         self.resume = resume  # where to go back to if it is rejected
         self.raw: list[str] = []
@@ -730,7 +739,9 @@ class StreamParser:
                 self._tentative = None
                 self._next_index = tentative.first_index
                 self._boundary()
-                self._content.boundary_after(tentative.pending)
+                self._content.boundary_after(
+                    tentative.pending, after_markup=tentative.pending_after_markup
+                )
                 self._reasoning.separate(_REASONING_SEPARATOR)
                 self._think(inner)
                 self._boundary()
@@ -923,6 +934,7 @@ class StreamParser:
         if self._tentative is None:
             self._tentative = _Tentative(
                 channel=channel,
+                pending_after_markup=channel.after_markup,
                 pending=channel.take_pending(),
                 first_index=self._next_index,
                 resume=resume,
@@ -954,7 +966,9 @@ class StreamParser:
                 event = ToolCallEnd(event.index, _with_id(event.call, ids[event.index]))
             self._release(event)
         self._boundary()
-        tentative.channel.boundary_after(tentative.pending)
+        tentative.channel.boundary_after(
+            tentative.pending, after_markup=tentative.pending_after_markup
+        )
 
     def _settle_tentative(self) -> None:
         """The reply ends: a tentative call is confirmed, unless it is a quote."""

@@ -89,10 +89,11 @@ class TextChannel:
         self._pending = []
         self._after_boundary = True
 
-    def boundary_after(self, run: str) -> None:
+    def boundary_after(self, run: str, *, after_markup: bool) -> None:
         """Markup was removed here, and `run` (handed over by `take_pending`) preceded it:
-        as `boundary` with `run` pending."""
-        if self.started and run and not self._after_boundary:
+        as `boundary` with `run` pending. `after_markup`: the run followed removed markup
+        when it was handed over (then it was layout, and sets nothing apart)."""
+        if self.started and run and not after_markup:
             self._dropped = run
         self._pending = []
         self._after_boundary = True
@@ -103,6 +104,11 @@ class TextChannel:
         self.boundary()
         if self.started:
             self._separator = separator
+
+    @property
+    def after_markup(self) -> bool:
+        """Whether what is pending now followed removed markup."""
+        return self._after_boundary
 
     def take_pending(self) -> str:
         """Hand over the whitespace held so far (to be given back with `write`)."""
