@@ -11,6 +11,11 @@ answer was complete.
     uv run python integration_tests/scripted_server.py --port 8000 --reply "Hello"
 
 serves one fixed reply forever, for trying the cookbook by hand.
+
+It also speaks Ollama's own API (`/api/chat`: NDJSON streamed, or one JSON object; Ollama's
+error shape `{"error": "..."}`; `/api/show`, `/api/tags`), for Ollama's LangChain and
+LlamaIndex classes. A reply scripted with `status=400` and Ollama's text
+("... does not support tools") is what Ollama answers a model without tools.
 """
 
 from __future__ import annotations
@@ -107,8 +112,13 @@ class ScriptedServer:
 
     @property
     def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """Where Ollama's clients are pointed (they add `/api/...`)."""
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> ScriptedServer:
         self._thread.start()
@@ -141,7 +151,7 @@ class ScriptedServer:
         return [
             request.body
             for request in self.requests
-            if urlsplit(request.path).path.endswith("/completions")
+            if urlsplit(request.path).path.endswith(("/completions", "/api/chat"))
         ]
 
     def _take(self, body: dict[str, Any], recorded: Recorded) -> Reply:
@@ -202,8 +212,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         headers = {key.lower(): value for key, value in self.headers.items()}
         self.server_state.record(Recorded(self.path, headers, {}, port=self.client_address[1]))
-        if self.path.split("?")[0].rstrip("/").endswith("/models"):
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        elif path == "/api/tags":
+            self._json(200, {"models": [{"name": "scripted", "model": "scripted"}]})
         else:
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
 
@@ -217,6 +230,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
         recorded = Recorded(self.path, headers, body, port=self.client_address[1])
+        if urlsplit(self.path).path == "/api/show":  # Ollama's model card: no reply used
+            self.server_state.record(recorded)
+            info = {"general.architecture": "scripted", "scripted.context_length": 8192}
+            self._json(200, {"model_info": info, "capabilities": ["completion"]})
+            return
         reply = self.server_state._take(body, recorded)
         try:
             self._answer(body, reply, recorded)
@@ -246,7 +264,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, body: dict[str, Any], reply: Reply, recorded: Recorded) -> None:
         if reply.delay and self._client_left_during(reply.delay, recorded):
             return
-        if not urlsplit(self.path).path.endswith("/chat/completions"):
+        path = urlsplit(self.path).path
+        if path == "/api/chat":
+            self._ollama(body, reply)
+            return
+        if not path.endswith("/chat/completions"):
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
         if reply.reject_stream_options and "stream_options" in body:
@@ -309,6 +331,59 @@ class _Handler(BaseHTTPRequestHandler):
             if sent and reply.interval and self._client_left_during(reply.interval, recorded):
                 return
             self._chunk(f"data: {event}\n\n".encode())
+        self._chunk(b"")
+
+    def _ollama(self, body: dict[str, Any], reply: Reply) -> None:
+        """Ollama's `/api/chat`: streamed unless `stream` is false."""
+        if reply.status != 200:
+            self._json(reply.status, {"error": reply.text or "scripted failure"})
+            return
+        model = str(body.get("model") or "scripted")
+        created = "2026-11-26T00:00:00.000000Z"
+        prompt, completion = reply.usage
+        done = {
+            "model": model,
+            "created_at": created,
+            "done": True,
+            "done_reason": "length" if reply.finish_reason == "length" else "stop",
+            "total_duration": 1000,
+            "load_duration": 10,
+            "prompt_eval_count": prompt,
+            "prompt_eval_duration": 100,
+            "eval_count": completion,
+            "eval_duration": 900,
+        }
+        calls = [
+            {
+                "function": {
+                    "name": c["function"]["name"],
+                    "arguments": json.loads(c["function"]["arguments"]),
+                }
+            }
+            for c in reply.tool_calls or []
+        ]
+        if body.get("stream", True) is False:
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+            if calls:
+                message["tool_calls"] = calls
+            self._json(200, {**done, "message": message})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for piece in _pieces(reply.text, reply.chunks):
+            line = {
+                "model": model,
+                "created_at": created,
+                "message": {"role": "assistant", "content": piece},
+                "done": False,
+            }
+            self._chunk((json.dumps(line) + "\n").encode())
+        last: dict[str, Any] = {"role": "assistant", "content": ""}
+        if calls:
+            last["tool_calls"] = calls
+        self._chunk((json.dumps({**done, "message": last}) + "\n").encode())
         self._chunk(b"")
 
     def _chunk(self, data: bytes) -> None:

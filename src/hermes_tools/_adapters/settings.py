@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
@@ -41,6 +42,9 @@ class ToolCallingSettings(BaseModel):
     repair_attempts: int = Field(default=1, ge=0)
     """How many times to ask again when a reply's calls are unusable or a required call is
     missing (0 disables)."""
+    native_tools: Literal["never", "auto"] = "never"
+    """"auto": send tools natively first, and write them into the prompt where the model or
+    server refuses them (remembered per endpoint and model); "never": always the prompt."""
 
     @model_validator(mode="after")
     def _check_format(self) -> ToolCallingSettings:
@@ -59,7 +63,12 @@ class ToolCallingSettings(BaseModel):
             self.repair_attempts,
             check_grounding=self.check_grounding,
             aggregate=not stream,
+            native_first=NativeFirst(self._endpoint()) if self.native_tools == "auto" else None,
         )
+
+    def _endpoint(self) -> str:
+        """Where the model is, for remembering whether it takes tools natively."""
+        return f"{type(self).__name__}:{id(self)}"
 
 
 class HermesSettings(ToolCallingSettings):
@@ -70,6 +79,9 @@ class HermesSettings(ToolCallingSettings):
     def _client_options(self, *, asynchronous: bool) -> dict[str, Any]:
         """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""
         raise NotImplementedError
+
+    def _endpoint(self) -> str:
+        return str(self._client_options(asynchronous=False).get("base_url"))
 
     def _settings(self, *, asynchronous: bool) -> ClientSettings:
         return ClientSettings(

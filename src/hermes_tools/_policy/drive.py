@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol
 
+from hermes_tools._policy.native import refuses_tools
 from hermes_tools._policy.session import Chunk, ReplySession
 
 # The longest an async stream runs without letting other tasks on the loop run. A fast
@@ -44,7 +45,10 @@ def whole_reply(session: ReplySession, transport: Transport) -> dict[str, Any]:
     while True:
         try:
             ask_again = session.completion(transport.create(session.request()))
-        except transport.failures:
+        except transport.failures as error:
+            if session.native and refuses_tools(error):
+                session.native_refused()
+                continue
             if session.continuation_failed() is None:
                 raise
             ask_again = False
@@ -61,12 +65,15 @@ def stream_reply(
     transport already opened it (so that a failing request fails where it was made)."""
     upstream = first
     while True:
+        sent = False
         try:
             if upstream is None:
                 upstream = transport.stream(session.request())
             try:
                 for chunk in upstream:
-                    yield from session.chunk(chunk)
+                    out = session.chunk(chunk)
+                    sent = sent or bool(out)
+                    yield from out
                     if session.cut_off:
                         break
             finally:
@@ -76,7 +83,11 @@ def stream_reply(
             yield from last
             if not ask_again:
                 return
-        except transport.failures:
+        except transport.failures as error:
+            upstream = None
+            if session.native and not sent and refuses_tools(error):
+                session.native_refused()
+                continue
             ending = session.continuation_failed()
             if ending is None:
                 raise
@@ -88,7 +99,10 @@ async def awhole_reply(session: ReplySession, transport: AsyncTransport) -> dict
     while True:
         try:
             ask_again = session.completion(await transport.create(session.request()))
-        except transport.failures:
+        except transport.failures as error:
+            if session.native and refuses_tools(error):
+                session.native_refused()
+                continue
             if session.continuation_failed() is None:
                 raise
             ask_again = False
@@ -104,12 +118,14 @@ async def astream_reply(
     upstream = first
     turn_started = time.perf_counter()
     while True:
+        sent = False
         try:
             if upstream is None:
                 upstream = transport.stream(session.request())
             try:
                 async for chunk in upstream:
                     for out in session.chunk(chunk):
+                        sent = True
                         yield out
                     if session.cut_off:
                         break
@@ -125,7 +141,11 @@ async def astream_reply(
                 yield out
             if not ask_again:
                 return
-        except transport.failures:
+        except transport.failures as error:
+            upstream = None
+            if session.native and not sent and refuses_tools(error):
+                session.native_refused()
+                continue
             ending = session.continuation_failed()
             if ending is None:
                 raise

@@ -33,6 +33,7 @@ from typing import Any
 
 from hermes_tools._parse.json_text.lexer import canonical
 from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, MadeCall
+from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.reply import CallPolicy, ChoiceReply, Delta
 from hermes_tools._policy.request import (
     TOOL_PARAMETERS,
@@ -72,6 +73,7 @@ class ReplySession:
         *,
         check_grounding: bool = True,
         aggregate: bool = True,
+        native_first: NativeFirst | None = None,
     ) -> None:
         self._toolbox = Toolbox(request.get("tools"))
         self._fmt = fmt
@@ -142,10 +144,33 @@ class ReplySession:
         self._told: set[str] = set()  # the metadata keys the model's replies gave
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
+        self._original = dict(request)
+        self._model = str(request.get("model") or "")
+        self._native_first = native_first
+        # The first attempt sends the tools as they are (see `native`).
+        self.native = (
+            native_first is not None
+            and bool(self._toolbox)
+            and native_first.memory.worth_trying(native_first.endpoint, self._model)
+        )
 
     def request(self) -> dict[str, Any]:
-        """The body of the next upstream request (plain chat: no tools)."""
+        """The body of the next upstream request: plain chat, the tools in the prompt (or,
+        for a first attempt with native tools, the request as it came)."""
+        if self.native:
+            return dict(self._original)
         return {**self._upstream, "messages": self._messages + self._retry_turns}
+
+    def native_refused(self) -> None:
+        """The model or server refused the tools sent natively: write them into the prompt,
+        from now on for this endpoint and model."""
+        self.native = False
+        self._remember_native(False)
+
+    def _remember_native(self, native: bool) -> None:
+        if self._native_first is not None:
+            memory, endpoint = self._native_first.memory, self._native_first.endpoint
+            memory.remember(endpoint, self._model, native=native)
 
     @property
     def stop(self) -> list[str]:
@@ -276,6 +301,15 @@ class ReplySession:
             for index, reply in sorted(self._replies.items())
             for delta in reply.close_attempt()
         ]
+        if self.native:
+            # Tools went natively: native calls came back, or calls came in the text (the
+            # server reads none: write the tools into the prompt from now on), or neither.
+            self.native = False
+            replies = self._replies.values()
+            if any(reply.native_tool_calls for reply in replies):
+                self._remember_native(True)
+            elif any(reply.attempt.valid or reply.attempt.errors for reply in replies):
+                self._remember_native(False)
         ask_again = self._ask_again()
 
         def repeated(text: str) -> bool:

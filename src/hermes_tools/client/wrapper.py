@@ -16,9 +16,11 @@ from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._policy.drive import astream_reply, awhole_reply, stream_reply, whole_reply
+from hermes_tools._policy.native import NATIVE_TOOLS_MODES, NativeFirst, refuses_tools
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.client.transport import (
+    REQUEST_FAILED,
     AsyncOpenAITransport,
     OpenAITransport,
     achunks,
@@ -55,12 +57,14 @@ class _Wrapper(Generic[ClientT]):
         repair_attempts: int,
         parse_without_tools: bool,
         check_grounding: bool = True,
+        native_tools: str = "never",
     ) -> None:
         self._client: ClientT = client
         self._format = fmt
         self._repair_attempts = repair_attempts
         self._parse_without_tools = parse_without_tools
         self._check_grounding = check_grounding
+        self._native_tools = native_tools
         completions = _Namespace(client.chat.completions, create=self._create)
         self.chat = _Namespace(client.chat, completions=completions)
 
@@ -96,6 +100,9 @@ class _Wrapper(Generic[ClientT]):
             self._repair_attempts,
             check_grounding=self._check_grounding,
             aggregate=request.get("stream") is not True,
+            native_first=(
+                NativeFirst(str(self._client.base_url)) if self._native_tools == "auto" else None
+            ),
         )
 
     def _options(self) -> dict[str, Any]:
@@ -104,6 +111,7 @@ class _Wrapper(Generic[ClientT]):
             "repair_attempts": self._repair_attempts,
             "parse_without_tools": self._parse_without_tools,
             "check_grounding": self._check_grounding,
+            "native_tools": self._native_tools,
         }
 
 
@@ -138,7 +146,13 @@ class HermesOpenAI(_Wrapper[OpenAI]):
             return create(**kwargs)  # type: ignore[no-any-return]
         transport = OpenAITransport(self._client)
         if session.request().get("stream") is True:
-            first: Stream[ChatCompletionChunk] = create(**session.request())
+            try:
+                first: Stream[ChatCompletionChunk] = create(**session.request())
+            except REQUEST_FAILED as error:
+                if not (session.native and refuses_tools(error)):
+                    raise
+                session.native_refused()
+                first = create(**session.request())
             return HermesStream(stream_reply(session, transport, chunks(first)), first.response)
         return ChatCompletion.model_validate(whole_reply(session, transport))
 
@@ -185,7 +199,13 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
             return await create(**kwargs)  # type: ignore[no-any-return]
         transport = AsyncOpenAITransport(self._client)
         if session.request().get("stream") is True:
-            first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
+            try:
+                first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
+            except REQUEST_FAILED as error:
+                if not (session.native and refuses_tools(error)):
+                    raise
+                session.native_refused()
+                first = await create(**session.request())
             chunks = astream_reply(session, transport, achunks(first))
             return AsyncHermesStream(chunks, first.response)
         return ChatCompletion.model_validate(await awhole_reply(session, transport))
@@ -235,6 +255,7 @@ def wrap(
     repair_attempts: int = ...,
     parse_without_tools: bool = ...,
     check_grounding: bool | None = ...,
+    native_tools: str = ...,
     **format_options: Any,
 ) -> HermesOpenAI: ...
 @overload
@@ -245,6 +266,7 @@ def wrap(
     repair_attempts: int = ...,
     parse_without_tools: bool = ...,
     check_grounding: bool | None = ...,
+    native_tools: str = ...,
     **format_options: Any,
 ) -> AsyncHermesOpenAI: ...
 
@@ -256,6 +278,7 @@ def wrap(
     repair_attempts: int = 1,
     parse_without_tools: bool = False,
     check_grounding: bool | None = None,
+    native_tools: str = "never",
     **format_options: Any,
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
@@ -272,6 +295,11 @@ def wrap(
     so, and once more if it answers with other made-up values. A call after one that already
     went out is not asked again, but one that copies such a number is invalid; values nobody
     said are not asked about in a call after the reply's own words (they went out already).
+
+    `native_tools="auto"` sends tools natively first; where the model or server refuses them
+    (or answers with a call in its text), the request is answered by writing them into the
+    prompt, and that is remembered for the endpoint and model for the life of the process.
+    The default, "never", always writes them into the prompt.
     """
     if format is not None and format_options:
         raise FormatOptionError(
@@ -281,13 +309,22 @@ def wrap(
         raise FormatOptionError(
             f"repair_attempts must be an int >= 0 (0 disables repair), not {repair_attempts!r}."
         )
+    if native_tools not in NATIVE_TOOLS_MODES:
+        raise FormatOptionError(
+            f"native_tools must be one of {', '.join(map(repr, NATIVE_TOOLS_MODES))}, "
+            f"not {native_tools!r}."
+        )
     fmt = format if format is not None else HermesFormat(**format_options)
     if check_grounding is None:
         check_grounding = fmt.legacy_check_grounding is not False
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, fmt, repair_attempts, parse_without_tools, check_grounding)
+        return AsyncHermesOpenAI(
+            client, fmt, repair_attempts, parse_without_tools, check_grounding, native_tools
+        )
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, fmt, repair_attempts, parse_without_tools, check_grounding)
+        return HermesOpenAI(
+            client, fmt, repair_attempts, parse_without_tools, check_grounding, native_tools
+        )
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )

@@ -55,6 +55,9 @@ class ChatModelWithToolCalling(ToolCallingChatModel):
     ) -> AsyncTransport:
         return AsyncChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
 
+    def _endpoint(self) -> str:
+        return f"{type(self.model).__name__}:{sorted(self.model._identifying_params.items())}"
+
     def _reply_metadata(self, transport: object) -> dict[str, Any]:
         metadata = getattr(transport, "metadata", None)
         return dict(metadata) if isinstance(metadata, dict) else {}

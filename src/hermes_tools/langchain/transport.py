@@ -5,11 +5,14 @@ parameters) becomes a call of the model's own `invoke` / `stream`; its messages 
 the wire-shaped dicts the policy reads: text, reasoning (`reasoning_content`, or reasoning and
 thinking blocks), usage, finish reason. The model's own `response_metadata` is kept for the
 reply's last message. A model that takes no stop sequences is called without them (the policy
-cuts the text on its side).
+cuts the text on its side). A request that carries its tools (`native_tools="auto"`, first
+attempt) binds them with the model's own `bind_tools`, and its native calls come back as
+`tool_calls`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -21,7 +24,19 @@ from hermes_tools._policy.request import stop_sequences
 from hermes_tools.langchain.errors import HermesInnerModelError
 
 # The request's parameters that are the policy's, not the model's.
-_NOT_FOR_THE_MODEL = ("messages", "stop", "stream", "stream_options", "n", "model")
+_NOT_FOR_THE_MODEL = (
+    "messages",
+    "stop",
+    "stream",
+    "stream_options",
+    "n",
+    "model",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+)
+# Content blocks that hold a native call (read from `tool_call_chunks` / `tool_calls`).
+_CALL_BLOCKS = ("tool_use", "tool_call", "tool_call_chunk", "function_call", "server_tool_call")
 # How models report a reply cut by its length, across providers.
 _CUT = ("length", "max_tokens", "MAX_TOKENS", "model_length")
 
@@ -46,13 +61,19 @@ class _ChatModelCalls:
 
     # -- shapes -------------------------------------------------------------------------------
 
-    def _call(self, request: Mapping[str, Any]) -> tuple[list[BaseMessage], dict[str, Any]]:
+    def _call(self, request: Mapping[str, Any]) -> tuple[Any, list[BaseMessage], dict[str, Any]]:
+        """What to call (the model, or the model with its tools bound natively), the
+        messages, and the other parameters."""
         messages = convert_to_messages(request["messages"])
         kwargs = {k: v for k, v in request.items() if k not in _NOT_FOR_THE_MODEL}
+        runnable: Any = self._model
+        if request.get("tools"):  # native tools: the model's own bind_tools (may refuse)
+            choice = {"tool_choice": request["tool_choice"]} if request.get("tool_choice") else {}
+            runnable = self._model.bind_tools(request["tools"], **choice)
         stop = stop_sequences(request.get("stop"))
         if stop and self._stop_taken[0]:
             kwargs["stop"] = stop
-        return messages, kwargs
+        return runnable, messages, kwargs
 
     def _refused_stop(self, error: Exception, kwargs: Mapping[str, Any]) -> bool:
         """The model refused the stop sequences (it takes none): remembered."""
@@ -92,6 +113,9 @@ class _ChatModelCalls:
             delta["content"] = text
         if reasoning:
             delta["reasoning_content"] = reasoning
+        calls = _call_deltas(message)
+        if calls:
+            delta["tool_calls"] = calls
         chunk: dict[str, Any] = {"choices": [{"index": 0, "delta": delta}]}
         chunk.update(self._envelope(message))
         usage = _usage(message)
@@ -105,6 +129,16 @@ class _ChatModelCalls:
         reply: dict[str, Any] = {"role": "assistant", "content": text}
         if reasoning:
             reply["reasoning_content"] = reasoning
+        calls = getattr(message, "tool_calls", None) or []
+        if calls:
+            reply["tool_calls"] = [
+                {
+                    "id": call.get("id") or "",
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+                }
+                for call in calls
+            ]
         completion: dict[str, Any] = {
             "choices": [
                 {"index": 0, "message": reply, "finish_reason": _finish_reason(message) or "stop"}
@@ -134,39 +168,39 @@ class _ChatModelCalls:
 
 class ChatModelTransport(_ChatModelCalls):
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        messages, kwargs = self._call(request)
+        runnable, messages, kwargs = self._call(request)
         try:
-            first, rest = self._first(self._model.stream(messages, self._config, **kwargs))
+            first, rest = self._first(runnable.stream(messages, self._config, **kwargs))
         except Exception as error:
             if not self._refused_stop(error, kwargs):
                 raise
             kwargs.pop("stop")
-            first, rest = self._first(self._model.stream(messages, self._config, **kwargs))
+            first, rest = self._first(runnable.stream(messages, self._config, **kwargs))
         return self._wire_stream(first, rest)
 
     def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        messages, kwargs = self._call(request)
+        runnable, messages, kwargs = self._call(request)
         try:
-            message = self._model.invoke(messages, self._config, **kwargs)
+            message = runnable.invoke(messages, self._config, **kwargs)
         except Exception as error:
             if not self._refused_stop(error, kwargs):
                 raise
             kwargs.pop("stop")
-            message = self._model.invoke(messages, self._config, **kwargs)
+            message = runnable.invoke(messages, self._config, **kwargs)
         return self._completion(message)
 
 
 class AsyncChatModelTransport(_ChatModelCalls):
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        messages, kwargs = self._call(request)
-        chunks = self._model.astream(messages, self._config, **kwargs)
+        runnable, messages, kwargs = self._call(request)
+        chunks = runnable.astream(messages, self._config, **kwargs)
         try:
             first = await anext(chunks, None)
         except Exception as error:
             if not self._refused_stop(error, kwargs):
                 raise
             kwargs.pop("stop")
-            chunks = self._model.astream(messages, self._config, **kwargs)
+            chunks = runnable.astream(messages, self._config, **kwargs)
             first = await anext(chunks, None)
         if first is None:
             raise _streamed_nothing(self._model)
@@ -178,14 +212,14 @@ class AsyncChatModelTransport(_ChatModelCalls):
         yield _last(finish)
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        messages, kwargs = self._call(request)
+        runnable, messages, kwargs = self._call(request)
         try:
-            message = await self._model.ainvoke(messages, self._config, **kwargs)
+            message = await runnable.ainvoke(messages, self._config, **kwargs)
         except Exception as error:
             if not self._refused_stop(error, kwargs):
                 raise
             kwargs.pop("stop")
-            message = await self._model.ainvoke(messages, self._config, **kwargs)
+            message = await runnable.ainvoke(messages, self._config, **kwargs)
         return self._completion(message)
 
 
@@ -207,6 +241,8 @@ def _texts(message: BaseMessage, model: BaseChatModel) -> tuple[str, str]:
         elif kind in ("reasoning", "thinking"):
             value = block.get(kind) or block.get("text") or ""
             reasoning_parts.append(value if isinstance(value, str) else "")
+        elif kind in _CALL_BLOCKS:
+            continue  # a native call: see `_call_deltas`
         else:
             raise HermesInnerModelError(
                 f"{type(model).__name__} answered with a {kind!r} content block; a model "
@@ -214,6 +250,23 @@ def _texts(message: BaseMessage, model: BaseChatModel) -> tuple[str, str]:
                 "natively, use it without with_tool_calling."
             )
     return "".join(texts), "".join(reasoning_parts)
+
+
+def _call_deltas(message: BaseMessage) -> list[dict[str, Any]]:
+    """A streamed message's native call fragments, as `tool_calls` deltas."""
+    fragments = getattr(message, "tool_call_chunks", None) or []
+    return [
+        {
+            "index": fragment.get("index") if fragment.get("index") is not None else position,
+            "id": fragment.get("id") or "",
+            "type": "function",
+            "function": {
+                "name": fragment.get("name") or "",
+                "arguments": fragment.get("args") or "",
+            },
+        }
+        for position, fragment in enumerate(fragments)
+    ]
 
 
 def _finish_reason(message: BaseMessage) -> str | None:

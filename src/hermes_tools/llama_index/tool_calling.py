@@ -15,7 +15,6 @@ from typing import Any
 from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import LLM
-from llama_index.core.llms.function_calling import FunctionCallingLLM
 
 from hermes_tools.errors import WrongTypeError
 from hermes_tools.llama_index.base import ToolCallingLLM
@@ -35,6 +34,10 @@ class LLMWithToolCalling(ToolCallingLLM):
     def metadata(self) -> LLMMetadata:
         inner = self.llm.metadata
         return inner.model_copy(update={"is_chat_model": True, "is_function_calling_model": True})
+
+    def _endpoint(self) -> str:
+        llm = self.llm
+        return f"{llm.class_name()}:{llm.metadata.model_name}:{getattr(llm, 'base_url', '')}"
 
     def _transport(self) -> LLMTransport:
         return LLMTransport(self.llm)
@@ -64,12 +67,5 @@ def with_tool_calling(llm: LLM, **options: Any) -> LLMWithToolCalling:
         raise WrongTypeError(
             f"with_tool_calling takes a LlamaIndex LLM, not {type(llm).__name__}. For an "
             "OpenAI-compatible endpoint use HermesLLM."
-        )
-    if isinstance(llm, FunctionCallingLLM) and llm.metadata.is_function_calling_model:
-        name = type(llm).__name__
-        raise WrongTypeError(
-            f"{name} calls tools natively: use it as it is. with_tool_calling is for LLMs "
-            "without tool calling (pass is_function_calling_model=False to wrap one whose "
-            "model has none)."
         )
     return LLMWithToolCalling(llm=llm, **options)

@@ -4,11 +4,15 @@ The policy's request (plain messages in the OpenAI shape, the caller's other par
 a call of the LLM's own `chat` / `stream_chat`, which completion-only LLMs (`LlamaCPP`,
 `HuggingFaceLLM`) answer through their `messages_to_prompt`; its responses come back as the
 wire-shaped dicts the policy reads. LlamaIndex's LLMs take no stop sequences: the policy cuts
-the text on its side, and a stream it no longer needs is closed, which stops the model.
+the text on its side, and a stream it no longer needs is closed, which stops the model. A
+request that carries its tools (`native_tools="auto"`, first attempt) passes them as the
+`tools` keyword, which LLMs that call tools natively (Ollama's) take, and their calls come
+back as `tool_calls`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -18,13 +22,23 @@ from llama_index.core.base.llms.types import (
     ImageBlock,
     TextBlock,
     ThinkingBlock,
+    ToolCallBlock,
 )
 from llama_index.core.llms import LLM
 
 from hermes_tools.errors import InnerModelError
 
 # The request's parameters that are the policy's, not the LLM's.
-_NOT_FOR_THE_MODEL = ("messages", "stop", "stream", "stream_options", "n", "model")
+_NOT_FOR_THE_MODEL = (
+    "messages",
+    "stop",
+    "stream",
+    "stream_options",
+    "n",
+    "model",
+    "tool_choice",
+    "parallel_tool_calls",
+)
 
 
 class _LLMCalls:
@@ -70,6 +84,9 @@ class _LLMCalls:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if thinking:
             message["reasoning_content"] = thinking
+        calls = native_calls(response)
+        if calls:
+            message["tool_calls"] = calls
         choice = {"index": 0, "message": message, "finish_reason": _finish(response) or "stop"}
         return {"choices": [choice], **_usage(response)}
 
@@ -99,7 +116,7 @@ class LLMTransport(_LLMCalls):
                 close()  # a model cut off by a stop sequence stops generating
         if not seen:
             raise self._nothing()
-        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish or "stop"}]}
+        yield _last(response, finish)
 
     def create(self, request: dict[str, Any]) -> dict[str, Any]:
         messages, kwargs = self._call(request)
@@ -123,11 +140,50 @@ class AsyncLLMTransport(_LLMCalls):
                 await close()
         if not seen:
             raise self._nothing()
-        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish or "stop"}]}
+        yield _last(response, finish)
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         messages, kwargs = self._call(request)
         return self._completion(await self._llm.achat(messages, **kwargs))
+
+
+def _last(response: ChatResponse, finish: str | None) -> dict[str, Any]:
+    """The stream's end: the finish reason, and the native calls its last response holds."""
+    delta: dict[str, Any] = {}
+    calls = native_calls(response)
+    if calls:
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish or "stop"}]}
+
+
+def native_calls(response: ChatResponse) -> list[dict[str, Any]]:
+    """The calls an LLM made natively (`ToolCallBlock`s, or `additional_kwargs["tool_calls"]`
+    as Ollama's LLM keeps them), in the OpenAI shape."""
+    calls = []
+    for block in response.message.blocks:
+        if isinstance(block, ToolCallBlock):
+            calls.append((block.tool_call_id or "", block.tool_name, block.tool_kwargs))
+    if not calls:
+        for item in response.message.additional_kwargs.get("tool_calls") or []:
+            function = _field(item, "function")
+            calls.append(
+                (_field(item, "id") or "", _field(function, "name"), _field(function, "arguments"))
+            )
+    return [
+        {
+            "id": call_id,
+            "type": "function",
+            "function": {
+                "name": str(name or ""),
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        for call_id, name, arguments in calls
+    ]
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
 
 
 def _message(message: Mapping[str, Any]) -> ChatMessage:

@@ -218,6 +218,7 @@ class Upstream:
                 options.format,
                 repair_attempts=options.repair_attempts,
                 check_grounding=options.check_grounding,
+                native_tools=options.native_tools,
                 parse_without_tools=options.parse_without_tools,
             )
             for options in settings.endpoints

@@ -14,6 +14,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
 
@@ -114,6 +115,13 @@ def add_serve_command(commands: Any) -> None:
         help="accept calls whose values appear nowhere in the conversation without asking again",
     )
     options.add_argument(
+        "--native-tools",
+        choices=NATIVE_TOOLS_MODES,
+        default=None,
+        help="auto: send tools natively first, and write them into the prompt where the "
+        "model refuses them (remembered per model); never (default): always the prompt",
+    )
+    options.add_argument(
         "--repair-attempts",
         type=int,
         metavar="N",
@@ -137,6 +145,7 @@ _CLI_OPTIONS = (
     "raw_json",
     "think_open",
     "check_grounding",
+    "native_tools",
     "repair_attempts",
     "parse_without_tools",
 )

@@ -32,6 +32,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
+from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools.errors import HermesToolsError, ServeConfigError
 from hermes_tools.format import HermesFormat
 
@@ -47,10 +48,11 @@ OPTION_TYPES: dict[str, type] = {
     "raw_json": bool,
     "think_open": bool,
     "check_grounding": bool,
+    "native_tools": str,
     "repair_attempts": int,
     "parse_without_tools": bool,
 }
-_NOT_FORMAT = ("repair_attempts", "parse_without_tools", "check_grounding")
+_NOT_FORMAT = ("repair_attempts", "parse_without_tools", "check_grounding", "native_tools")
 _CONFIG_KEYS = ("upstream", "timeout", "format", "models")
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
 
@@ -63,6 +65,7 @@ class EndpointOptions:
     repair_attempts: int = 1
     parse_without_tools: bool = False
     check_grounding: bool = True
+    native_tools: str = "never"
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,12 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
             raise ServeConfigError(
                 f"Option {name!r} in {where} must be a {expected.__name__}, not {value!r}."
             )
+    native_tools = options.get("native_tools", "never")
+    if native_tools not in NATIVE_TOOLS_MODES:
+        raise ServeConfigError(
+            f"native_tools in {where} must be one of {', '.join(NATIVE_TOOLS_MODES)}, "
+            f"not {native_tools!r}."
+        )
     repair_attempts = options.get("repair_attempts", 1)
     if repair_attempts < 0:
         raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
@@ -169,6 +178,7 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
         repair_attempts,
         options.get("parse_without_tools", False),
         options.get("check_grounding", True),
+        native_tools,
     )
 
 

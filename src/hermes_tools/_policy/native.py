@@ -1,0 +1,74 @@
+"""Native tools first, where asked (`native_tools="auto"`): what each endpoint and model did.
+
+With "auto" a request goes out with its tools as they are; when the model or server refuses
+them (Ollama's 400 "... does not support tools", vLLM's 400 asking for
+`--enable-auto-tool-choice`, llama.cpp's asking for `--jinja`, a model class with no
+`bind_tools`), or answers with a call in its text where native calls belong, the request is
+answered by writing the tools into the prompt, and the choice is remembered for that endpoint
+and model for the life of the process. A model that answered with native calls is sent tools
+natively from then on.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+NATIVE_TOOLS_MODES = ("never", "auto")
+
+# What servers and model classes say when a model takes no tools (compared in lower case).
+_REFUSALS = (
+    "does not support tools",  # Ollama
+    "does not support tool",
+    "enable-auto-tool-choice",  # vLLM
+    "tool-call-parser",
+    "--jinja",  # llama.cpp's server
+    "tools are not supported",
+    "tool calling is not supported",
+    "tool use is not supported",
+    "function calling is not supported",
+    "does not support function calling",
+)
+
+
+def refuses_tools(error: BaseException) -> bool:
+    """Whether a failed request failed because its model or server takes no tools."""
+    if isinstance(error, NotImplementedError):
+        return True  # a model class without bind_tools
+    text = str(error).lower()
+    body = getattr(error, "body", None)
+    if body is not None:
+        text += " " + str(body).lower()
+    return any(refusal in text for refusal in _REFUSALS)
+
+
+@dataclass
+class NativeToolsMemory:
+    """Per endpoint and model: True once native calls came back, False once tools had to be
+    written into the prompt. Shared by the threads of a process."""
+
+    _known: dict[tuple[str, str], bool] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def worth_trying(self, endpoint: str, model: str) -> bool:
+        with self._lock:
+            return self._known.get((endpoint, model), True)
+
+    def remember(self, endpoint: str, model: str, *, native: bool) -> None:
+        with self._lock:
+            self._known[(endpoint, model)] = native
+
+    def forget(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+PROCESS_MEMORY = NativeToolsMemory()
+
+
+@dataclass(frozen=True)
+class NativeFirst:
+    """A request's "auto": where to remember what happened, and under which endpoint."""
+
+    endpoint: str
+    memory: NativeToolsMemory = field(default_factory=lambda: PROCESS_MEMORY)
