@@ -9,6 +9,7 @@ usage and `response_metadata` are kept.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -17,6 +18,7 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForLLMRun,
 )
+from langchain_core.language_models import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding
 from pydantic import ConfigDict, PrivateAttr
@@ -54,6 +56,21 @@ class ChatModelWithToolCalling(ToolCallingChatModel):
         self, run_manager: AsyncCallbackManagerForLLMRun | None, *, stream: bool
     ) -> AsyncTransport:
         return AsyncChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The wrapped model's (its provider, model name and settings)."""
+        params = self.model._get_ls_params(stop=stop, **kwargs)
+        if not params.get("ls_model_name"):
+            name = next(
+                (
+                    value
+                    for key in ("model_name", "model", "model_id", "model_path")
+                    if isinstance(value := getattr(self.model, key, None), str) and value
+                ),
+                self.model._llm_type,
+            )
+            params["ls_model_name"] = Path(name).name if "/" in name else name
+        return params
 
     def _endpoint(self) -> str:
         return f"{type(self.model).__name__}:{sorted(self.model._identifying_params.items())}"

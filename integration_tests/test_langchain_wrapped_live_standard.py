@@ -1,0 +1,68 @@
+"""LangChain's standard integration tests for `with_tool_calling(ChatLlamaCpp(...))` on the
+local Qwen2.5-Coder-1.5B, in this process.
+
+Slow on a CPU (every test generates), so they run only when HERMES_TEST_IN_PROCESS=1:
+
+    HERMES_TEST_IN_PROCESS=1 uv run pytest integration_tests/test_langchain_wrapped_live_standard.py
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_tests.integration_tests import ChatModelIntegrationTests
+
+from hermes_tools.langchain import ChatModelWithToolCalling
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("HERMES_TEST_IN_PROCESS") != "1",
+    reason="slow on a CPU: set HERMES_TEST_IN_PROCESS=1 to run",
+)
+
+_MODEL: list[BaseChatModel] = []
+
+
+def _chat_llama_cpp() -> BaseChatModel:
+    if not _MODEL:
+        from langchain_community.chat_models import ChatLlamaCpp
+
+        import hermes_tools.local as local
+
+        path = local.ensure_model(local.find_model("qwen2.5-coder-1.5b"), progress=None)
+        _MODEL.append(
+            ChatLlamaCpp(
+                model_path=str(path),
+                n_ctx=8192,
+                n_threads=2,
+                temperature=0,
+                max_tokens=512,
+                seed=0,
+                verbose=False,
+            )
+        )
+    return _MODEL[0]
+
+
+class TestWrappedChatLlamaCppLive(ChatModelIntegrationTests):
+    @property
+    def chat_model_class(self) -> type[ChatModelWithToolCalling]:
+        return ChatModelWithToolCalling
+
+    @property
+    def chat_model_params(self) -> dict[str, Any]:
+        return {"model": _chat_llama_cpp()}
+
+    @property
+    def has_tool_choice(self) -> bool:
+        return True
+
+    @property
+    def supports_json_mode(self) -> bool:
+        return True
+
+    @property
+    def returns_usage_metadata(self) -> bool:
+        return False  # llama-cpp-python's ChatLlamaCpp reports none
