@@ -66,6 +66,7 @@ from collections.abc import Callable, Iterable
 
 from hermes_tools._parse.identity_enum import IdentityEnum
 from hermes_tools._parse.json_text.lexer import JsonLexer
+from hermes_tools._parse.output import EventOutput
 from hermes_tools._parse.pending_call import TRUNCATED
 from hermes_tools._parse.readers.driver import Block
 from hermes_tools._parse.readers.json_calls import SHAPE_KEYS, JsonCallReader
@@ -137,8 +138,6 @@ _BARE_KEY = re.compile(
     r"\{[ \t\r\n]*([A-Za-z0-9_+\-.$]+)(?![A-Za-z0-9_+\-.$])[ \t\r\n]*[^ \t\r\n:]"
 )
 _REASONING_SEPARATOR = "\n\n"  # between two think blocks of one reply
-_MERGED = frozenset({TextDelta, ReasoningDelta, ToolCallArgsDelta})
-_JOINED = 256
 
 
 def _no_call_object(buf: str, at: int) -> bool:
@@ -245,14 +244,8 @@ class StreamParser:
         self._state = State.REASONING if think_open else State.CONTENT
         self._held = ""
         self._closed = False
-        self._out: list[Event] = []
-        self._merging: list[str] = []  # texts that follow the last event in _out, merged
-        self._loose_merged = 0  # pieces at the end of _merging not joined yet
+        self._output = EventOutput()
         self._next_index = 0
-        self._tool_calls: list[ToolCall] = []
-        self._invalid_calls: list[InvalidToolCall] = []
-        self._keeps_calls = True  # for `result()`; see `stop_keeping_calls`
-        self._settled_calls = 0
         self._after_end: list[str] | None = None
         self._think_closed = False
         self._tentative: _Tentative | None = None
@@ -347,12 +340,10 @@ class StreamParser:
     def stop_keeping_calls(self) -> None:
         """The caller will not ask for `result()`: settled calls are not kept from now on, so a
         long streamed reply of many calls costs no memory per call. Events are unchanged."""
-        self._keeps_calls = False
-        self._tool_calls.clear()
-        self._invalid_calls.clear()
+        self._output.stop_keeping_calls()
 
     def result(self) -> ParseResult:
-        if not self._keeps_calls:
+        if not self._output.keeps_calls:
             raise ResultNotKeptError(
                 "result() is not available after stop_keeping_calls(): the settled calls were "
                 "not kept; read them from the ToolCallEnd events instead"
@@ -361,8 +352,8 @@ class StreamParser:
         return ParseResult(
             content="".join(self._content.parts),
             reasoning=reasoning or None,
-            tool_calls=list(self._tool_calls),
-            invalid_tool_calls=list(self._invalid_calls),
+            tool_calls=list(self._output.tool_calls),
+            invalid_tool_calls=list(self._output.invalid_calls),
             after_end=self.after_end,
         )
 
@@ -378,14 +369,10 @@ class StreamParser:
         return index, call_id
 
     def call_args(self, index: int, text: str) -> None:
-        # The most frequent event (one per feed inside an argument): `_emit` written out, and
-        # `_release` too when it is the feed's first event (nothing to merge with).
         if self._tentative is not None:
             self._tentative.events.append(ToolCallArgsDelta(index, text))
-        elif not self._out:
-            self._out.append(ToolCallArgsDelta(index, text))
         else:
-            self._release(ToolCallArgsDelta(index, text))
+            self._output.arguments(index, text)
 
     def end_call(self, index: int, call: ToolCall | InvalidToolCall) -> None:
         self._emit(ToolCallEnd(index, call))
@@ -399,54 +386,10 @@ class StreamParser:
         self._release(event)
 
     def _release(self, event: Event) -> None:
-        # Deltas settled by the same feed merge into one event (fewer, larger events
-        # downstream); their texts are joined once, when the feed ends or another event comes.
-        out = self._out
-        kind = type(event)
-        if out and kind in _MERGED and type(out[-1]) is kind:
-            last = out[-1]
-            if kind is not ToolCallArgsDelta or last.index == event.index:  # type: ignore[union-attr]
-                self._merge(event.text)  # type: ignore[union-attr]
-                return
-        if self._merging:
-            self._settle_merging()
-        out.append(event)
-        if kind is ToolCallEnd:
-            self._settled_calls += 1
-            if not self._keeps_calls:
-                return
-            call = event.call  # type: ignore[union-attr]
-            if isinstance(call, ToolCall):
-                self._tool_calls.append(call)
-            else:
-                self._invalid_calls.append(call)
-
-    def _merge(self, text: str) -> None:
-        # A whole reply fed at once merges into one event from many pieces: every _JOINED of
-        # them become one string as they come, so it is kept in few objects.
-        self._merging.append(text)
-        self._loose_merged += 1
-        if self._loose_merged == _JOINED:
-            self._merging[-_JOINED:] = ["".join(self._merging[-_JOINED:])]
-            self._loose_merged = 0
-
-    def _settle_merging(self) -> None:
-        last = self._out[-1]
-        text = last.text + "".join(self._merging)  # type: ignore[union-attr]
-        self._merging = []
-        self._loose_merged = 0
-        if isinstance(last, ToolCallArgsDelta):
-            self._out[-1] = ToolCallArgsDelta(last.index, text)
-        elif isinstance(last, ReasoningDelta):
-            self._out[-1] = ReasoningDelta(text)
-        else:
-            self._out[-1] = TextDelta(text)
+        self._output.release(event)
 
     def _take_events(self) -> list[Event]:
-        if self._merging:
-            self._settle_merging()
-        events, self._out = self._out, []
-        return events
+        return self._output.take()
 
     def _text(self, text: str) -> None:
         """Visible content; keeps track of line starts for fences."""
@@ -454,10 +397,7 @@ class StreamParser:
             return
         settled = self._content.write(text)
         if settled:
-            if self._out and type(self._out[-1]) is TextDelta:
-                self._merge(settled)  # what `_release` would do, without an event
-            else:
-                self._release(TextDelta(settled))
+            self._output.text(settled)
         newline = text.rfind("\n")
         tail = text[newline + 1 :] if newline >= 0 else text
         self._line_start = (newline >= 0 or self._line_start) and not tail.strip(" \t")
@@ -467,10 +407,7 @@ class StreamParser:
     def _think(self, text: str) -> None:
         settled = self._reasoning.write(text) if text else ""
         if settled:
-            if self._out and type(self._out[-1]) is ReasoningDelta:
-                self._merge(settled)
-            else:
-                self._release(ReasoningDelta(settled))
+            self._output.reasoning(settled)
 
     def _boundary(self) -> None:
         """Markup was removed here: the whitespace next to it was layout."""
@@ -1177,7 +1114,7 @@ class StreamParser:
             settled = channel.finish()
             if settled:
                 self._release(delta(settled))
-        if self._think_open and not self._think_closed and not self._settled_calls:
+        if self._think_open and not self._think_closed and not self._output.settled_calls:
             # The model did not think: what it wrote is the answer too.
             answer = "".join(self._reasoning.parts)
             if answer and not self._content.started:

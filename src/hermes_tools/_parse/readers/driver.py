@@ -93,6 +93,21 @@ class CallReader(Generic[S]):
         self.finished = True
         self.end_token = end is BlockEnd.TOKEN
 
+    def _skip_to_block_end(self, text: str, pos: int) -> int:
+        """A handler for the state after a call the reader gave up on: skip to the end of
+        the block (its closing tag, or an end token), where the failure settles."""
+        found = self._scan(text, pos, self._ends, lambda kind: kind is not BlockEnd.REOPEN)
+        if isinstance(found, int):
+            return found
+        kind, lt, end = found
+        self._settle_failure(self._abs(lt))
+        self._finish(kind)
+        return end
+
+    def _settle_failure(self, end: int) -> None:
+        """The call given up on ends at `end` (an absolute offset): report it invalid."""
+        raise NotImplementedError
+
     def _scan(
         self, text: str, pos: int, tags: TagMatcher[K], stops: Callable[[K], bool]
     ) -> tuple[K, int, int] | int:

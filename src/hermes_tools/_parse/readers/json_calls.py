@@ -370,15 +370,6 @@ class JsonCallReader(CallReader[_State]):
         self._state = _State.FAILED
         return pos
 
-    def _failed(self, text: str, pos: int) -> int:
-        found = self._scan(text, pos, self._ends, lambda kind: kind is not BlockEnd.REOPEN)
-        if isinstance(found, int):
-            return found
-        kind, lt, end = found
-        self._settle_failure(self._abs(lt), repairable=True)
-        self._finish(kind)
-        return end
-
     def _settle_leftover(self, end: int, error: str) -> None:
         """Text after the last settled call that no call took (a cut-off list, stray words)."""
         if self._settled >= end:
@@ -390,7 +381,7 @@ class JsonCallReader(CallReader[_State]):
             PendingCall(self._emitter, self._toolbox).fail(error, _trim(raw))
         self._settled = end
 
-    def _settle_failure(self, end: int, *, repairable: bool) -> None:
+    def _settle_failure(self, end: int, *, repairable: bool = True) -> None:
         """The lexer gave up; the bad text runs to `end`. If the block was closed, json-repair
         reads it: a faithful reading of a call is replayed as that call. A reading of several
         values (a broken item, then the items after it) is cut into the text of each, and
@@ -702,7 +693,7 @@ class JsonCallReader(CallReader[_State]):
 JsonCallReader.HANDLERS = {
     _State.BETWEEN: JsonCallReader._between,
     _State.VALUE: JsonCallReader._value,
-    _State.FAILED: JsonCallReader._failed,
+    _State.FAILED: JsonCallReader._skip_to_block_end,
 }
 
 

@@ -260,15 +260,6 @@ class PythonicCallReader(CallReader[_State]):
         self._state = _State.FAILED
         return pos
 
-    def _failed(self, text: str, pos: int) -> int:
-        found = self._scan(text, pos, self._ends, lambda kind: kind is not BlockEnd.REOPEN)
-        if isinstance(found, int):
-            return found
-        kind, lt, end = found
-        self._settle_failure(self._abs(lt))
-        self._finish(kind)
-        return end
-
     def _settle_failure(self, end: int) -> None:
         assert self._failure is not None
         error, start = self._failure
@@ -321,7 +312,7 @@ PythonicCallReader.HANDLERS = {
     _State.EQUALS: PythonicCallReader._equals,
     _State.VALUE: PythonicCallReader._value,
     _State.AFTER_VALUE: PythonicCallReader._after_value,
-    _State.FAILED: PythonicCallReader._failed,
+    _State.FAILED: PythonicCallReader._skip_to_block_end,
 }
 
 
