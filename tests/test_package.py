@@ -134,3 +134,60 @@ def test_events_and_results_behave_as_frozen_slotted_values() -> None:
     empty = hermes_tools.ParseResult("text")
     assert empty.tool_calls == []
     assert empty.tool_calls is not hermes_tools.ParseResult("").tool_calls
+
+
+def test_old_module_paths_still_import_with_a_deprecation_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="moved to hermes_tools._parse.parser"):
+        from hermes_tools.stream_parser import StreamParser  # type: ignore[import-not-found]
+    assert StreamParser is hermes_tools.StreamParser
+    with pytest.warns(DeprecationWarning, match="hermes_tools._policy.reply"):
+        from hermes_tools.client.reply import never_parses  # type: ignore[import-not-found]
+    assert never_parses('{"a": "b') == '"]'
+
+
+def test_the_public_face_is_a_few_modules() -> None:
+    package = Path(hermes_tools.__file__).parent
+    public = sorted(
+        p.stem if p.is_file() else p.name
+        for p in package.iterdir()
+        if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists())
+    )
+    assert public == [
+        "cli",
+        "client",
+        "errors",
+        "events",
+        "format",
+        "langchain",
+        "llama_index",
+        "local",
+        "serve",
+    ]
+
+
+def test_every_exception_of_the_package_lives_in_errors() -> None:
+    import ast
+
+    package = Path(hermes_tools.__file__).parent
+    elsewhere = []
+    for path in package.rglob("*.py"):
+        if path.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                getattr(base, "id", getattr(base, "attr", "")).endswith(("Error", "Exception"))
+                for base in node.bases
+            ):
+                elsewhere.append(f"{path.relative_to(package)}:{node.name}")
+    assert elsewhere == []
+
+
+def test_the_models_format_fields_are_the_formats_options() -> None:
+    """The frameworks' models declare the format options as fields (so that their
+    constructors show them); they are exactly HermesFormat's."""
+    from hermes_tools._adapters.settings import ToolCallingSettings
+    from hermes_tools.format import FORMAT_OPTIONS
+
+    policy = {"check_grounding", "repair_attempts", "native_tools"}
+    fields = set(ToolCallingSettings.model_fields) - policy
+    assert fields == {"prompt_template" if o == "template" else o for o in FORMAT_OPTIONS}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hermes_tools import _moved
 from hermes_tools._parse.parser import StreamParser, parse
 from hermes_tools.errors import (
     FormatOptionError,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from hermes_tools._render.prompt import legacy_template
     from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
     from hermes_tools.format import HermesFormat
+
+_moved.install()  # old module paths still import, with a DeprecationWarning
 
 # Names imported on first use, and the module each comes from.
 _LAZY = {
