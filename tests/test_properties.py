@@ -262,6 +262,10 @@ def test_partial_json_never_invents_anything(value: dict[str, Any], data: Any) -
 # -- JSON that names no tool ------------------------------------------------------------------
 # A reply that is (or ends with) a short JSON text that is no call: `{}`, `[]`, an object with
 # call-like keys but no bound tool's name. Every character must reach the content, exactly.
+# Only JSON without markup: a tag inside a JSON string is still a tag to the reader of the
+# reply (`"<|end|>"` ends the reply after its first quote, `["<tool_call>"]` opens a call
+# block), as the README says and the segment properties above check; hypothesis draws such
+# strings from the parser's own string constants.
 
 BOUND = {"get_weather", "write_file"}
 call_like_keys = st.sampled_from(["name", "arguments", "parameters", "type", "id", "args", "x"])
@@ -273,7 +277,7 @@ short_json = st.one_of(
     st.dictionaries(call_like_keys, json_values, max_size=3)
     .filter(lambda value: not isinstance(value.get("name"), str) or value["name"] not in BOUND)
     .map(lambda value: json.dumps(value, indent=None if len(value) < 2 else 1)),
-)
+).filter(lambda body: "<" not in body)
 
 
 @given(
