@@ -113,7 +113,7 @@ if __name__ == "__main__":
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument(
         "--syntax",
-        choices=("json", "qwen3_coder"),
+        choices=("json", "qwen3_coder", "pythonic"),
         default="json",
         help="the call syntax to teach the model (qwen3_coder for Qwen3-Coder)",
     )

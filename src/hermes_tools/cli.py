@@ -19,6 +19,15 @@ from hermes_tools.local.cli import add_commands as add_local_commands
 from hermes_tools.serve.command import add_serve_command
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hermes-tools")
+    except PackageNotFoundError:  # run from a source tree without being installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments().parse_args(argv)
     try:
@@ -31,9 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hermes-tools",
-        description="Debug Hermes-format tool calling: render the tools prompt, parse a "
-        "model's raw output into tool calls, or run a small real model locally.",
+        description="Tool calling for models and servers without it: serve an "
+        "OpenAI-compatible proxy that gives any client native tool calls (serve), check an "
+        "endpoint (doctor), render the tools prompt (prompt), parse a model's raw output "
+        "(parse), or run a small real model on this machine (local).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     prompt = commands.add_parser("prompt", help="print the system prompt sent for some tools")

@@ -51,8 +51,17 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
     )
     temperature: float = Field(default=DEFAULT_TEMPERATURE, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
-    timeout: float = Field(default=60.0, ge=0, description="Seconds to wait for the endpoint.")
-    max_retries: int = Field(default=3, ge=0)
+    timeout: float = Field(
+        default=600.0,
+        ge=0,
+        description="Seconds to wait for the endpoint: 600, as the openai SDK and ChatHermes "
+        "wait (a model on a CPU may take minutes; OpenAILike's 60 s would time it out).",
+    )
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        description="The openai SDK's retries (its default, 2; OpenAILike's is 3).",
+    )
     additional_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Other request parameters, sent as they are."
     )

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
+from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
 
@@ -80,7 +81,7 @@ def add_serve_command(commands: Any) -> None:
     options = serve.add_argument_group(
         "format options (for every model; [[models]] rules in --config override them)"
     )
-    options.add_argument("--syntax", choices=("json", "qwen3_coder"), help="call syntax taught")
+    options.add_argument("--syntax", choices=SYNTAXES, help="call syntax taught")
     options.add_argument("--call-tag", metavar="TAG", help="tag around calls (tool_call)")
     options.add_argument(
         "--response-tag", metavar="TAG", help="tag around tool results (tool_response)"
