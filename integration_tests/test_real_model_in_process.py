@@ -29,11 +29,12 @@ QUESTION = "What is the weather in Paris right now?"
 
 
 @pytest.fixture(scope="module")
-def gguf() -> Path:
+def gguf(pytestconfig: pytest.Config) -> Path:
     local = pytest.importorskip("hermes_tools.local")
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     model = local.find_model(live.REAL_MODEL)
-    return local.ensure_model(model, progress=None)
+    live.fetch_visibly(model, pytestconfig)
+    return local.model_file(model)
 
 
 def chatml(messages: Sequence[Any]) -> str:

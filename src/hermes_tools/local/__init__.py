@@ -16,7 +16,7 @@ from typing import IO
 from hermes_tools.errors import LocalModelError
 from hermes_tools.local.catalog import DEFAULT_MODEL, MODELS, LocalModel
 from hermes_tools.local.fetch import cache_dir, ensure_model, is_ready, model_file
-from hermes_tools.local.server import LocalServer, server_installed
+from hermes_tools.local.server import LocalServer, require_server, server_installed
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -51,12 +51,17 @@ def start_local_model(
     port: int | None = None,
     context: int = 8192,
     progress: IO[str] | None = sys.stderr,
+    starting: IO[str] | None = None,
 ) -> LocalServer:
     """Fetch the model if needed and start its server; use the result as a context manager
-    (or call `stop()`)."""
+    (or call `stop()`). `starting`: where to say that the server is starting."""
+    require_server()
     if gguf is None:
         path = ensure_model(find_model(name), progress=progress)
         alias = name
     else:
         path, alias = Path(gguf), Path(gguf).stem
+    if starting is not None:
+        starting.write("starting llama.cpp's server (loading the model takes a few seconds) ...\n")
+        starting.flush()
     return LocalServer(path, alias=alias, port=port, context=context).start()

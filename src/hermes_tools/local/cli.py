@@ -54,12 +54,17 @@ def _fetch(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
 
 def _serve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     from hermes_tools.local import start_local_model
+    from hermes_tools.local.server import require_server
 
+    require_server()  # before fetching 1.1 GB for a server that cannot run
     name = args.model if args.gguf is None else None
-    stdout.write("starting llama.cpp's server (loading the model takes a few seconds) ...\n")
-    stdout.flush()
     server = start_local_model(
-        args.model, gguf=args.gguf, port=args.port, context=args.context, progress=sys.stderr
+        args.model,
+        gguf=args.gguf,
+        port=args.port,
+        context=args.context,
+        progress=sys.stderr,
+        starting=stdout,
     )
     stdout.write(
         f"serving {name or args.gguf} at {server.base_url} (model name {server.alias!r}); "

@@ -24,12 +24,20 @@ from hermes_tools.local.fetch import cache_dir
 INSTALL_HINT = (
     "llama.cpp's Python server is not installed. Install it with\n"
     "  pip install 'hermes-tools[local]'\n"
+    "or, in a clone of hermes-tools,\n"
+    "  uv sync --group local\n"
     "(it builds llama-cpp-python from source: about 10 minutes on 2 cores, once)."
 )
 
 
 def server_installed() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
+
+
+def require_server() -> None:
+    """Raise, saying how to install it, when llama.cpp's server is not installed."""
+    if not server_installed():
+        raise LocalModelError(INSTALL_HINT)
 
 
 def free_port() -> int:
