@@ -37,6 +37,10 @@ def _chat_llama_cpp() -> BaseChatModel:
                 model_path=str(path),
                 n_ctx=8192,
                 n_threads=2,
+                # ChatLlamaCpp sends rope_freq_base=10000 unless told: Qwen2.5's is 1e6.
+                rope_freq_base=0.0,
+                rope_freq_scale=0.0,
+                n_batch=512,
                 temperature=0,
                 max_tokens=512,
                 seed=0,

@@ -53,6 +53,11 @@ def chat_llama_cpp(gguf: Path) -> Iterator[Any]:
         model_path=str(gguf),
         n_ctx=8192,
         n_threads=2,
+        # ChatLlamaCpp sends rope_freq_base=10000 unless told: Qwen2.5's is 1e6, and with the
+        # wrong one the model writes nonsense. 0 takes the GGUF's own.
+        rope_freq_base=0.0,
+        rope_freq_scale=0.0,
+        n_batch=512,
         temperature=0,
         max_tokens=256,
         seed=0,
@@ -142,9 +147,16 @@ def test_a_llama_index_function_agent_on_llama_cpp_calls_the_tool_and_answers(
 
     from hermes_tools.llama_index import with_tool_calling as with_tool_calling_li
 
-    def weather(city: Annotated[str, Field(description="City name")]) -> str:
+    def weather(city: str) -> str:
         """Get the current weather in a city."""
         return WEATHER.get(city.strip().lower(), f"error: unknown city {city!r}")
+
+    # The parameter described, as for LangChain's tool (LlamaIndex reads the annotations as
+    # objects; this module's are strings).
+    weather.__annotations__ = {
+        "city": Annotated[str, Field(description="City name")],
+        "return": str,
+    }
 
     agent = FunctionAgent(
         tools=[FunctionTool.from_defaults(weather, name="get_weather")],

@@ -32,7 +32,17 @@ def _gguf() -> str:
 def _chat_llama_cpp() -> BaseChatModel:
     from langchain_community.chat_models import ChatLlamaCpp
 
-    model = ChatLlamaCpp(model_path=_gguf(), n_ctx=2048, n_threads=2, verbose=False)
+    model = ChatLlamaCpp(
+        model_path=_gguf(),
+        n_ctx=2048,
+        n_threads=2,
+        # ChatLlamaCpp sends rope_freq_base=10000 unless told: Qwen2.5's is 1e6, and with the
+        # wrong one the model writes nonsense. 0 takes the GGUF's own.
+        rope_freq_base=0.0,
+        rope_freq_scale=0.0,
+        n_batch=512,
+        verbose=False,
+    )
     atexit.register(model.client.close)  # before the interpreter takes llama_cpp apart
     return model
 

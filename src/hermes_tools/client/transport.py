@@ -7,9 +7,11 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import httpx
+import openai
 from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from hermes_tools.client.diagnosis import explained
 from hermes_tools.errors import IncompleteStreamError
 
 # A request that fails this way while a reply is being continued leaves the reply it continues.
@@ -31,13 +33,12 @@ class OpenAITransport:
 
     def __init__(self, client: OpenAI) -> None:
         self.client = client
-        self._create = client.chat.completions.create
 
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        return chunks(self._create(**request))
+        return chunks(create(self.client, request))
 
     def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        return wire(self._create(**request))
+        return wire(create(self.client, request))
 
 
 class AsyncOpenAITransport:
@@ -45,14 +46,28 @@ class AsyncOpenAITransport:
 
     def __init__(self, client: AsyncOpenAI) -> None:
         self.client = client
-        self._create = client.chat.completions.create
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for chunk in achunks(await self._create(**request)):
+        async for chunk in achunks(await acreate(self.client, request)):
             yield chunk
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        return wire(await self._create(**request))
+        return wire(await acreate(self.client, request))
+
+
+def create(client: OpenAI, request: dict[str, Any]) -> Any:
+    """`chat.completions.create`, its errors saying the likely fix (see `diagnosis`)."""
+    try:
+        return client.chat.completions.create(**request)
+    except openai.APIError as error:
+        raise explained(error, client, request.get("model")) from None
+
+
+async def acreate(client: AsyncOpenAI, request: dict[str, Any]) -> Any:
+    try:
+        return await client.chat.completions.create(**request)
+    except openai.APIError as error:
+        raise explained(error, client, request.get("model")) from None
 
 
 def chunks(stream: Stream[ChatCompletionChunk]) -> Iterator[dict[str, Any]]:

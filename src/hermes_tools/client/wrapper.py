@@ -24,7 +24,9 @@ from hermes_tools.client.transport import (
     AsyncOpenAITransport,
     OpenAITransport,
     achunks,
+    acreate,
     chunks,
+    create,
     plain_request,
 )
 from hermes_tools.errors import (
@@ -140,19 +142,18 @@ class HermesOpenAI(_Wrapper[OpenAI]):
     """A synchronous `openai.OpenAI` whose chat completions accept tools on any endpoint."""
 
     def _create(self, **kwargs: Any) -> ChatCompletion | HermesStream:
-        create = self._client.chat.completions.create
         session = self._session(kwargs)
         if session is None:
-            return create(**kwargs)  # type: ignore[no-any-return]
+            return create(self._client, kwargs)  # type: ignore[no-any-return]
         transport = OpenAITransport(self._client)
         if session.request().get("stream") is True:
             try:
-                first: Stream[ChatCompletionChunk] = create(**session.request())
+                first: Stream[ChatCompletionChunk] = create(self._client, session.request())
             except REQUEST_FAILED as error:
                 if not (session.native and refuses_tools(error)):
                     raise
                 session.native_refused()
-                first = create(**session.request())
+                first = create(self._client, session.request())
             return HermesStream(stream_reply(session, transport, chunks(first)), first.response)
         return ChatCompletion.model_validate(whole_reply(session, transport))
 
@@ -193,19 +194,20 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
     """An asynchronous `openai.AsyncOpenAI` whose chat completions accept tools anywhere."""
 
     async def _create(self, **kwargs: Any) -> ChatCompletion | AsyncHermesStream:
-        create = self._client.chat.completions.create
         session = self._session(kwargs)
         if session is None:
-            return await create(**kwargs)  # type: ignore[no-any-return]
+            return await acreate(self._client, kwargs)  # type: ignore[no-any-return]
         transport = AsyncOpenAITransport(self._client)
         if session.request().get("stream") is True:
             try:
-                first: AsyncStream[ChatCompletionChunk] = await create(**session.request())
+                first: AsyncStream[ChatCompletionChunk] = await acreate(
+                    self._client, session.request()
+                )
             except REQUEST_FAILED as error:
                 if not (session.native and refuses_tools(error)):
                     raise
                 session.native_refused()
-                first = await create(**session.request())
+                first = await acreate(self._client, session.request())
             chunks = astream_reply(session, transport, achunks(first))
             return AsyncHermesStream(chunks, first.response)
         return ChatCompletion.model_validate(await awhole_reply(session, transport))

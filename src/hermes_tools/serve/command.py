@@ -235,6 +235,7 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
     # Workers are started by importing the app, so the settings travel in the environment.
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
     logging.config.dictConfig(log_config(args.log_level))
+    check_upstream(settings, logging.getLogger("hermes_tools.serve"))
     logging.getLogger("hermes_tools.serve").info(
         "serving %s on http://%s:%d/v1 with %d worker(s)",
         _without_credentials(settings.upstream),
@@ -259,6 +260,42 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
         **options,
     )
     return 0
+
+
+def check_upstream(settings: ServeSettings, log: logging.Logger) -> bool:
+    """Look at the upstream once, at start: warn (never exit) when it does not answer where
+    chat completions would be; True when it lists its models."""
+    import httpx
+
+    base = settings.upstream.rstrip("/")
+    shown = _without_credentials(base)
+    key = settings.upstream_api_key
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        answer = httpx.get(f"{base}/models", headers=headers, timeout=5)
+    except httpx.HTTPError as error:
+        log.warning(
+            "the upstream %s does not answer (%s): start the model's server there (Ollama: "
+            "ollama serve; vLLM: vllm serve MODEL; llama.cpp: llama-server -m FILE), or pass "
+            "--upstream with the URL it listens on; requests will fail until it answers",
+            shown,
+            error or type(error).__name__,
+        )
+        return False
+    if answer.status_code == 404 and not base.endswith("/v1"):
+        log.warning(
+            "the upstream %s has no /models (404): did you mean --upstream %s/v1?", shown, shown
+        )
+        return False
+    if answer.status_code >= 400:
+        log.warning("the upstream %s answered %d to GET /models", shown, answer.status_code)
+        return False
+    try:
+        names = [str(item.get("id")) for item in answer.json().get("data", [])]
+    except (ValueError, AttributeError):
+        names = []
+    log.info("the upstream answers; it lists %s", ", ".join(names[:10]) or "no models")
+    return True
 
 
 def _without_credentials(url: str) -> str:
