@@ -19,6 +19,20 @@ from hermes_tools.local.cli import add_commands as add_local_commands
 from hermes_tools.serve.command import add_serve_command
 
 
+def _doctor(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from hermes_tools import _doctor
+
+    return _doctor.run(
+        args.base_url,
+        args.model,
+        args.api_key,
+        syntaxes=tuple(args.syntax or ("json", "qwen3_coder")),
+        cases=args.cases,
+        write=args.write,
+        out=stdout,
+    )
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -61,6 +75,33 @@ def _arguments() -> argparse.ArgumentParser:
         "--no-parallel", action="store_true", help="tell the model to make at most one call"
     )
     prompt.set_defaults(run=_prompt)
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check an endpoint: is it there, does it take tools, which call syntax works",
+        description="Looks at an OpenAI-compatible endpoint (where its chat completions are, "
+        "which models it lists, whether it takes tools natively), runs a few short cases under "
+        "each call syntax, and prints the [[models]] rule for hermes-tools serve that works "
+        "best. Exit status: 0 tool calling works, 1 it does not, 2 the server cannot be used.",
+    )
+    doctor.add_argument(
+        "--base-url", required=True, metavar="URL", help="e.g. http://localhost:11434/v1"
+    )
+    doctor.add_argument(
+        "--model", metavar="NAME", help="the model to check (the only one listed if unset)"
+    )
+    doctor.add_argument("--api-key", default="", metavar="KEY")
+    doctor.add_argument(
+        "--syntax",
+        action="append",
+        choices=SYNTAXES,
+        help="a call syntax to try (repeatable; default: json and qwen3_coder)",
+    )
+    doctor.add_argument(
+        "--cases", type=_positive, default=8, metavar="N", help="cases per syntax (8)"
+    )
+    doctor.add_argument("--write", metavar="FILE", help="append the rule to this serve config file")
+    doctor.set_defaults(run=_doctor)
 
     parse = commands.add_parser(
         "parse",

@@ -1,0 +1,116 @@
+"""`hermes-tools doctor` against scripted servers (with and without native tools), a server
+that is not there, and the local real model."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+import live
+from hermes_tools.cli import main
+from hermes_tools.local.server import free_port
+from live import real_model_only
+from scripted_server import Reply, ScriptedServer
+
+
+def _call(name: str, **arguments: object) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+# What a good model answers to the doctor's eight cases, in order.
+GOOD = [
+    _call("get_weather", city="Paris"),
+    _call("set_timer", minutes=5),
+    _call("set_lights", room="kitchen", on=True),
+    "I am well, thank you! How can I help?",
+    _call("get_weather", city="Oslo") + "\n" + _call("get_weather", city="Rome"),
+    "It is 19 C and cloudy in Lima.",
+    _call("get_weather", city="Berlin"),
+    "You are welcome!",
+]
+NATIVE = [
+    {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+]
+
+
+def _doctor(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out):
+        status = main(["doctor", *args])
+    return status, out.getvalue()
+
+
+def test_a_server_without_native_tools_and_a_model_that_calls_well(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.script(Reply("registry.ollama.ai/library/gemma3 does not support tools", status=400))
+    server.script(*GOOD)
+    config = tmp_path / "serve.toml"
+    status, out = _doctor(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "gemma3",
+        "--syntax",
+        "json",
+        "--write",
+        str(config),
+    )
+    assert status == 0, out
+    assert f"the server answers at {server.base_url}; it lists scripted" in out
+    assert "! the server does not list 'gemma3'" in out
+    assert "native tools: refused (400: " in out
+    assert "does not support tools" in out
+    assert "json         8/8 right (5/5 call cases)" in out
+    assert "Tool calling works on gemma3 with syntax='json'" in out
+    assert config.read_text() == '[[models]]\nmatch = "gemma3"\nsyntax = "json"\n'
+    native, *cases = server.bodies()
+    assert native["tools"][0]["function"]["name"] == "get_weather"
+    assert not any("tools" in body for body in cases)
+
+
+def test_a_server_with_native_tools_and_a_model_that_does_not_call(
+    server: ScriptedServer,
+) -> None:
+    server.script(Reply("", tool_calls=NATIVE, finish_reason="tool_calls"))
+    server.script(*["I cannot do that." for _ in range(10)])
+    status, out = _doctor("--base-url", server.base_url, "--syntax", "json", "--cases", "4")
+    assert status == 1, out
+    assert "native tools: the server takes them and reads calls" in out
+    assert "Tool calling does not work well on scripted" in out
+    server.reset()  # a model that does not call is asked again: some replies stay unused
+
+
+def test_nothing_listening_exits_2() -> None:
+    status, out = _doctor("--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m")
+    assert status == 2
+    assert "x nothing answers at" in out
+    assert "ollama serve" in out
+
+
+@real_model_only
+@pytest.mark.usefixtures("real_endpoint")
+def test_the_doctor_on_the_local_real_model() -> None:
+    endpoint = live.current()
+    status, out = _doctor(
+        "--base-url",
+        endpoint.base_url,
+        "--model",
+        endpoint.model,
+        "--syntax",
+        "json",
+        "--cases",
+        "4",
+    )
+    assert "native tools:" in out
+    assert "[[models]]" in out
+    assert status == 0, out  # the 1.5B model calls the tools with the default syntax

@@ -1,0 +1,314 @@
+"""`hermes-tools doctor`: is the server there, what does it take, and how does the model call.
+
+It looks at the server (where its chat completions are, which models it lists), sends one
+request with native tools (does the server take them, and read the calls?), then runs a few
+short cases through `wrap()` under each call syntax and says which works best, with the
+`[[models]]` rule for `hermes-tools serve` that sets it. The exit status says whether tool
+calling works: 0 yes, 1 no, 2 the server could not be used.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import httpx
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+        },
+    },
+}
+TIMER = {
+    "type": "function",
+    "function": {
+        "name": "set_timer",
+        "description": "Start a timer.",
+        "parameters": {
+            "type": "object",
+            "properties": {"minutes": {"type": "integer", "description": "Length in minutes"}},
+            "required": ["minutes"],
+        },
+    },
+}
+LIGHTS = {
+    "type": "function",
+    "function": {
+        "name": "set_lights",
+        "description": "Switch the lights of a room on or off.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "room": {"type": "string", "enum": ["kitchen", "bedroom", "hall"]},
+                "on": {"type": "boolean"},
+            },
+            "required": ["room", "on"],
+        },
+    },
+}
+TOOLS: list[Any] = [WEATHER, TIMER, LIGHTS]
+
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    messages: list[dict[str, Any]]
+    expected: Calls | None  # None: no call is right
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _user(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+CASES = [
+    Case(
+        "one call",
+        _user("What is the weather in Paris right now?"),
+        [("get_weather", {"city": "Paris"})],
+    ),
+    Case("integer argument", _user("Set a timer for 5 minutes."), [("set_timer", {"minutes": 5})]),
+    Case(
+        "enum and boolean",
+        _user("Turn on the lights in the kitchen."),
+        [("set_lights", {"room": "kitchen", "on": True})],
+    ),
+    Case("no call needed", _user("Hi! How are you today?"), None),
+    Case(
+        "two calls",
+        _user("What is the weather in Oslo and in Rome?"),
+        [("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})],
+    ),
+    Case(
+        "answer from a result",
+        [
+            *_user("What is the weather in Lima?"),
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "19 C, cloudy"},
+        ],
+        None,
+    ),
+    Case(
+        "required call",
+        _user("I need the weather in Berlin."),
+        [("get_weather", {"city": "Berlin"})],
+        {"tool_choice": "required"},
+    ),
+    Case("no call for small talk", _user("Thanks, that is all."), None),
+]
+SYNTAX_CHOICES = ("json", "qwen3_coder", "pythonic")
+
+
+@dataclass
+class Score:
+    syntax: str
+    right: int = 0
+    calls_right: int = 0
+    call_cases: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+def run(
+    base_url: str,
+    model: str | None,
+    api_key: str,
+    *,
+    syntaxes: tuple[str, ...],
+    cases: int,
+    write: str | None,
+    out: TextIO,
+) -> int:
+
+    def say(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    base_url = base_url.rstrip("/")
+    found = _find_server(base_url, api_key, say)
+    if found is None:
+        return 2
+    base_url, listed = found
+    if model is None:
+        if len(listed) != 1:
+            say(f"Name the model to check with --model (the server lists {', '.join(listed)}).")
+            return 2
+        model = listed[0]
+    elif listed and model not in listed:
+        say(f"! the server does not list {model!r}; it lists {', '.join(listed[:20])}")
+    _native_tools(base_url, model, api_key, say)
+    say("  constraints: not checked (this version constrains no call)")
+    chosen = CASES[: max(1, cases)]
+    say(f"\nRunning {len(chosen)} short cases per syntax at temperature 0 (a minute or two):")
+    scores = [_score(base_url, model, api_key, syntax, chosen, say) for syntax in syntaxes]
+    best = max(scores, key=lambda s: (s.right, s.calls_right, -s.seconds))
+    say("")
+    for score in scores:
+        say(
+            f"  {score.syntax:<12} {score.right}/{len(chosen)} right "
+            f"({score.calls_right}/{score.call_cases} call cases), {score.seconds:.0f} s"
+            + (f"; wrong: {', '.join(score.failures)}" if score.failures else "")
+        )
+    works = best.calls_right > 0 and best.calls_right * 2 >= best.call_cases
+    rule = _rule(model, best.syntax)
+    if works:
+        say(f"\nTool calling works on {model} with syntax={best.syntax!r}. For hermes-tools serve:")
+    else:
+        say(
+            f"\nTool calling does not work well on {model}: at best {best.calls_right}/"
+            f"{best.call_cases} call cases right ({best.syntax}). The closest rule:"
+        )
+    say(rule)
+    say(f"In Python: ChatHermes(model={model!r}, base_url={base_url!r}, syntax={best.syntax!r})")
+    if write:
+        with open(write, "a", encoding="utf-8") as config:
+            config.write(rule + "\n")
+        say(f"(added to {write})")
+    return 0 if works else 1
+
+
+def _find_server(
+    base_url: str, api_key: str, say: Callable[[str], None]
+) -> tuple[str, list[str]] | None:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    candidates = [base_url] if base_url.endswith("/v1") else [base_url, base_url + "/v1"]
+    for candidate in candidates:
+        try:
+            answer = httpx.get(f"{candidate}/models", headers=headers, timeout=10)
+        except httpx.HTTPError as error:
+            say(
+                f"x nothing answers at {base_url} ({error or type(error).__name__}): start the "
+                "model's server there (Ollama: ollama serve; vLLM: vllm serve MODEL; llama.cpp: "
+                "llama-server -m FILE; hermes-tools local serve), or pass its URL"
+            )
+            return None
+        if answer.status_code == 200:
+            try:
+                data = answer.json().get("data") or []
+            except (ValueError, AttributeError):
+                data = []
+            listed = [str(item.get("id")) for item in data if isinstance(item, dict)]
+            if candidate != base_url:
+                say(f"! no chat completions at {base_url}; found them at {candidate}: use that")
+            say(f"v the server answers at {candidate}; it lists {', '.join(listed) or 'no models'}")
+            return candidate, listed
+    say(f"x {base_url} answers, but no OpenAI-compatible API is there (GET /models: 404)")
+    return None
+
+
+def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
+    """One request with the tools as they are: does the server take them and read calls?"""
+    from openai import APIStatusError, OpenAI
+
+    from hermes_tools._parse.parser import parse
+
+    client = OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=600)
+    try:
+        reply = client.chat.completions.create(
+            model=model,
+            messages=_user("What is the weather in Paris right now?"),  # type: ignore[arg-type]
+            tools=[WEATHER],  # type: ignore[list-item]
+            temperature=0,
+        )
+    except APIStatusError as error:
+        say(
+            f"  native tools: refused ({error.status_code}: {str(error.message)[:160]}); "
+            "hermes-tools writes them into the prompt"
+        )
+        return
+    except Exception as error:
+        say(f"  native tools: the request failed ({type(error).__name__}: {error})")
+        return
+    finally:
+        client.close()
+    message = reply.choices[0].message
+    if message.tool_calls:
+        say(
+            "  native tools: the server takes them and reads calls (native_tools='auto' would "
+            "use them; hermes-tools still helps where the model writes calls it cannot read)"
+        )
+    elif parse(message.content or "", [WEATHER]).tool_calls:
+        say(
+            "  native tools: taken, but the server reads no calls: the model wrote one as "
+            "text (no tool parser): hermes-tools reads it"
+        )
+    else:
+        say("  native tools: taken, but the model made no call (hermes-tools may do better)")
+
+
+def _score(
+    base_url: str,
+    model: str,
+    api_key: str,
+    syntax: str,
+    cases: list[Case],
+    say: Callable[[str], None],
+) -> Score:
+    from openai import OpenAI
+
+    from hermes_tools.client.wrapper import wrap
+
+    score = Score(syntax)
+    started = time.monotonic()
+    with OpenAI(base_url=base_url, api_key=api_key or "none", timeout=600, max_retries=0) as raw:
+        client = wrap(raw, syntax=syntax)
+        for case in cases:
+            if case.expected is not None:
+                score.call_cases += 1
+            say(f"  {syntax}: {case.name} ...")
+            try:
+                reply = client.chat.completions.create(
+                    model=model, messages=case.messages, tools=TOOLS, temperature=0, **case.options
+                )
+                message = reply.choices[0].message
+                made = [
+                    (call.function.name, json.loads(call.function.arguments))
+                    for call in message.tool_calls or []
+                ]
+            except Exception:
+                made = None
+            if made is not None and _right(made, case.expected):
+                score.right += 1
+                score.calls_right += case.expected is not None
+            else:
+                score.failures.append(case.name)
+    score.seconds = time.monotonic() - started
+    return score
+
+
+def _right(made: Calls, expected: Calls | None) -> bool:
+    if expected is None:
+        return not made
+    return sorted(map(_comparable, made)) == sorted(map(_comparable, expected))
+
+
+def _comparable(call: tuple[str, dict[str, Any]]) -> str:
+    name, arguments = call
+    folded = {k: v.strip().casefold() if isinstance(v, str) else v for k, v in arguments.items()}
+    return json.dumps([name, folded], sort_keys=True)
+
+
+def _rule(model: str, syntax: str) -> str:
+    return f'[[models]]\nmatch = {json.dumps(model)}\nsyntax = "{syntax}"'
