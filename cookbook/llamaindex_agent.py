@@ -5,23 +5,27 @@
 
 The endpoint comes from OPENAI_BASE_URL (or --base-url) and the model from HERMES_MODEL (or
 --model). The agent has a calculator, a search over hermes-tools' source code, and a query
-engine over the project's documents (a summary index: no embedding model to download).
+engine over the project's documents: the few sections that share the most words with the
+question (no embedding model to download), fitted into the model's context window.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
+from collections import Counter
 
-from llama_index.core import SummaryIndex
 from llama_index.core.agent.workflow import (
     AgentStream,
     FunctionAgent,
     ToolCall,
     ToolCallResult,
 )
-from llama_index.core.schema import TextNode
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import FunctionTool, QueryEngineTool
 
 import common
@@ -57,6 +61,27 @@ def project_documents() -> list[TextNode]:
     return nodes
 
 
+class WordOverlap(BaseRetriever):
+    """The sections that share the most words with the question: a retriever that needs no
+    embedding model, so the prompt holds a few sections, not the whole project."""
+
+    def __init__(self, nodes: list[TextNode], top: int = 3) -> None:
+        super().__init__()
+        self._nodes = nodes
+        self._words = [Counter(_words(node.text)) for node in nodes]
+        self._top = top
+
+    def _retrieve(self, query: QueryBundle) -> list[NodeWithScore]:
+        asked = set(_words(query.query_str))
+        scores = [sum(n for word, n in words.items() if word in asked) for words in self._words]
+        ranked = sorted(range(len(self._nodes)), key=lambda i: scores[i], reverse=True)
+        return [NodeWithScore(node=self._nodes[i], score=scores[i]) for i in ranked[: self._top]]
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 3]
+
+
 async def stream_steps(agent: FunctionAgent, question: str) -> str:
     """Stream the agent's steps: tokens as they come, each call, each result."""
     handler = agent.run(question)
@@ -89,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
         timeout=300,
         context_window=args.context_window,
     )
-    documents = SummaryIndex(project_documents()).as_query_engine(llm=llm)
+    documents = RetrieverQueryEngine.from_args(WordOverlap(project_documents()), llm=llm)
     agent = FunctionAgent(
         llm=llm,
         tools=[
@@ -120,7 +145,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--context-window",
         type=int,
-        default=32768,
-        help="the model's context window in tokens (LlamaIndex fits the documents into it)",
+        default=8192,
+        help="the model's context window in tokens (LlamaIndex fits the sections into it; "
+        "8192, as the local model is served)",
     )
     sys.exit(run(main, parser))

@@ -222,3 +222,20 @@ def test_the_cookbook_agent_searches_the_source_and_answers() -> None:
     assert re.search(r"-> search_code: \d+ matching lines\nsrc/hermes_tools/", out), out
     answer = out[out.rindex("-> ") :].partition("[assistant]")[2]
     assert answer.strip(), out
+
+
+def test_the_llama_index_cookbook_agent_answers_from_the_documents() -> None:
+    """`uv run cookbook/llamaindex_agent.py` on the real model: its document tool sends a few
+    sections that fit the model's window (not the whole project), and the agent answers."""
+    endpoint = live.current()
+    script = Path(__file__).resolve().parents[1] / "cookbook" / "llamaindex_agent.py"
+    env = {**os.environ, "OPENAI_BASE_URL": endpoint.base_url, "HERMES_MODEL": endpoint.model}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    documents = re.search(r"-> project_documents: (.*)", out)
+    assert documents is not None, out
+    assert "context" not in documents.group(1).lower(), out  # no window overflow error
+    assert "-> calculator: 144" in out, out
