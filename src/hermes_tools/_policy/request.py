@@ -9,6 +9,19 @@ from typing import Any
 
 # The parameters that concern tools: the rewritten request carries none of them.
 TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
+# What a model called in this process gets in other ways than as a keyword (the messages and
+# stop sequences as arguments, tools bound) or never (the HTTP API's own parameters).
+NOT_KEYWORDS = (
+    "messages",
+    "stop",
+    "stream",
+    "stream_options",
+    "n",
+    "model",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+)
 # The most stop sequences the API takes.
 MAX_STOP_SEQUENCES = 4
 

@@ -20,21 +20,9 @@ from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 
-from hermes_tools._policy.request import stop_sequences
+from hermes_tools._policy.request import NOT_KEYWORDS, stop_sequences
 from hermes_tools.langchain.errors import HermesInnerModelError
 
-# The request's parameters that are the policy's, not the model's.
-_NOT_FOR_THE_MODEL = (
-    "messages",
-    "stop",
-    "stream",
-    "stream_options",
-    "n",
-    "model",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-)
 # Content blocks that hold a native call (read from `tool_call_chunks` / `tool_calls`).
 _CALL_BLOCKS = ("tool_use", "tool_call", "tool_call_chunk", "function_call", "server_tool_call")
 # How models report a reply cut by its length, across providers.
@@ -65,7 +53,7 @@ class _ChatModelCalls:
         """What to call (the model, or the model with its tools bound natively), the
         messages, and the other parameters."""
         messages = convert_to_messages(request["messages"])
-        kwargs = {k: v for k, v in request.items() if k not in _NOT_FOR_THE_MODEL}
+        kwargs = {k: v for k, v in request.items() if k not in NOT_KEYWORDS}
         runnable: Any = self._model
         if request.get("tools"):  # native tools: the model's own bind_tools (may refuse)
             choice = {"tool_choice": request["tool_choice"]} if request.get("tool_choice") else {}

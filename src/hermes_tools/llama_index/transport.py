@@ -26,19 +26,8 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.llms import LLM
 
+from hermes_tools._policy.request import NOT_KEYWORDS
 from hermes_tools.errors import InnerModelError
-
-# The request's parameters that are the policy's, not the LLM's.
-_NOT_FOR_THE_MODEL = (
-    "messages",
-    "stop",
-    "stream",
-    "stream_options",
-    "n",
-    "model",
-    "tool_choice",
-    "parallel_tool_calls",
-)
 
 
 class _LLMCalls:
@@ -52,7 +41,8 @@ class _LLMCalls:
 
     def _call(self, request: Mapping[str, Any]) -> tuple[list[ChatMessage], dict[str, Any]]:
         messages = [_message(message) for message in request["messages"]]
-        kwargs = {k: v for k, v in request.items() if k not in _NOT_FOR_THE_MODEL}
+        # Tools go as a keyword: LLMs that call tools natively (Ollama's) take them so.
+        kwargs = {k: v for k, v in request.items() if k not in NOT_KEYWORDS or k == "tools"}
         return messages, kwargs
 
     def _chunk(self, response: ChatResponse, finish: str | None = None) -> dict[str, Any]:
