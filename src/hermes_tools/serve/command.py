@@ -179,6 +179,11 @@ def settings_from_arguments(args: argparse.Namespace) -> ServeSettings:
         timeout=600.0 if timeout is None else timeout,
         options=options,
         models=config.models if config else (),
+        **{
+            name: getattr(config, name)
+            for name in ("reject_unmatched_models", "stored_responses")
+            if config is not None and getattr(config, name) is not None
+        },
     )
 
 
