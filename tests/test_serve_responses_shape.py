@@ -6,6 +6,7 @@ policy's answer written back as a response object and as stream events (validate
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from hermes_tools.serve.responses_shape import (
     read_request,
     response_object,
 )
-from hermes_tools.serve.settings import ModelRule, ServeSettings
+from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config
 
 UPSTREAM = "http://127.0.0.1:8080/v1"
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
@@ -323,3 +324,32 @@ def test_the_config_files_front_keys(tmp_path: Path) -> None:
 def test_front_setting_mistakes(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ServeConfigError, match=message.replace("[", r"\[")):
         ServeSettings(UPSTREAM, **settings)
+
+
+# -- the README ----------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_toml(holding: str) -> str:
+    """The README's TOML block that holds `holding`."""
+    text = (ROOT / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```toml\n(.*?)```", text, re.DOTALL) if holding in b]
+    return str(block)
+
+
+def test_the_readmes_proxy_config_loads(tmp_path: Path) -> None:
+    path = tmp_path / "serve.toml"
+    path.write_text(readme_toml("[[models]]"))
+    loaded = load_config(str(path))
+    settings = ServeSettings(UPSTREAM, options=loaded.options, models=loaded.models)
+    assert settings.upstream_model("gpt-5-codex") == "qwen2.5-coder-7b-instruct"
+
+
+def test_the_readmes_codex_config_is_the_one_the_codex_test_runs() -> None:
+    shown = readme_toml("[model_providers.hermes]")
+    tested = (ROOT / "integration_tests" / "test_serve_codex.py").read_text()
+    for line in shown.splitlines():
+        setting = line.split("#")[0].strip()
+        if setting and not setting.startswith(("model =", "base_url")):
+            assert setting in tested, setting

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
-from openai import Omit
+from openai import AsyncStream, Omit
 from starlette.requests import Request
 from starlette.types import Receive
 
@@ -259,7 +259,7 @@ class Responses(_Handler):
         exchange = responder.exchange
         created = time.time()
         try:
-            chunks = await self._open_stream(chat, model)
+            chunks, first = await self._open_stream(chat, model)
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
@@ -283,18 +283,22 @@ class Responses(_Handler):
         finally:
             with anyio.CancelScope(shield=True):
                 await chunks.aclose()  # type: ignore[attr-defined]
+                await first.close()  # when the reply ended before it was read
         if keep:
             self.store.put(events.response, read.items)
         await responder.finish(b"".join(map(sse, ending)))
 
-    async def _open_stream(self, chat: dict[str, Any], model: str) -> AsyncIterator[Any]:
-        """The reply's chunks, the first upstream request made already: a request that fails
-        fails here, before the answer starts, and its status goes back as it came."""
+    async def _open_stream(
+        self, chat: dict[str, Any], model: str
+    ) -> tuple[AsyncIterator[dict[str, Any]], AsyncStream[Any]]:
+        """The reply's chunks, and the first upstream stream, opened already: a request that
+        fails fails here, before the answer starts, and its status goes back as it came."""
         raw = self.upstream().raw
         session = self._session(chat, model)
         create = raw.chat.completions.create
         if session is None:
-            return achunks(await create(**chat))
+            first: AsyncStream[Any] = await create(**chat)
+            return achunks(first), first
         try:
             first = await create(**session.request())
         except REQUEST_FAILED as error:
@@ -302,7 +306,7 @@ class Responses(_Handler):
                 raise
             session.native_refused()
             first = await create(**session.request())
-        return astream_reply(session, AsyncOpenAITransport(raw), achunks(first))
+        return astream_reply(session, AsyncOpenAITransport(raw), achunks(first)), first
 
 
 def _count(exchange: Exchange, part: Mapping[str, Any], index: int) -> None:

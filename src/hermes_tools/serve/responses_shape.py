@@ -38,6 +38,7 @@ Event = dict[str, Any]
 # model behind the proxy does not have.
 INPUT_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 _ROLES = ("user", "assistant", "system", "developer")
+IMAGE_IN_RESULT = "[an image, which this model cannot be shown]"
 _TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
 # Request fields that need what the proxy does not keep or run.
 _UNSUPPORTED_FIELDS = {
@@ -344,13 +345,9 @@ def _output_text(output: object, where: str) -> str:
         texts = []
         for number, part in enumerate(output):
             converted = _part(part, f"{where}[{number}]")
-            if converted["type"] != "text":
-                raise RequestRejected(
-                    f"'{where}[{number}]': only text goes back to the model as a tool's output.",
-                    f"{where}[{number}].type",
-                    "invalid_value",
-                )
-            texts.append(converted["text"])
+            # Tool results reach the model as text: an image a tool returned (Codex's
+            # view_image) is said to be there rather than failing the agent's whole session.
+            texts.append(converted.get("text", IMAGE_IN_RESULT))
         return "".join(texts)
     raise RequestRejected(
         f"'{where}' must be a string or an array of content parts, not {_json_type(output)}.",
