@@ -265,7 +265,12 @@ def create_app(settings: ServeSettings) -> Starlette:
     def upstream() -> Upstream:
         return state["upstream"]
 
+    from hermes_tools.serve.responses import Responses, ResponseStore, StoredResponse
+
     chat = ChatCompletions(settings, upstream)
+    store = ResponseStore(settings.stored_responses)
+    responses = Responses(settings, upstream, store)
+    stored = StoredResponse(settings, upstream, store)
     return Starlette(
         routes=[
             Route("/health", _health, methods=["GET", "HEAD"]),
@@ -273,6 +278,10 @@ def create_app(settings: ServeSettings) -> Starlette:
             # Clients given the proxy's address without /v1 ask here; passed through, their
             # tools would silently reach an upstream that ignores them.
             Route("/chat/completions", chat, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/responses", responses, methods=["POST"]),
+            Route("/v1/responses/{response_id}", stored, methods=["GET"]),
+            Route("/responses/{response_id}", stored, methods=["GET"]),
             Route("/{path:path}", PassThrough(settings, upstream)),
         ],
         lifespan=lifespan,
@@ -449,10 +458,15 @@ class ChatCompletions(_Handler):
                 400, rejected.message, "invalid_request_error", rejected.param, rejected.code
             )
             return
+        refused = self.settings.unmatched(body["model"])
+        if refused is not None:
+            await responder.error(400, refused, "invalid_request_error", "model", "model_not_found")
+            return
         exchange.stream = body.get("stream") is True
         exchange.tools = len(body.get("tools") or [])
         client = self.upstream().client_for(body["model"])
         kwargs = self._create_arguments(body, request)
+        kwargs["model"] = self.settings.upstream_model(body["model"])
 
         async def work() -> None:
             await self._answer(client, kwargs, responder)

@@ -34,8 +34,9 @@ def add_serve_command(commands: Any) -> None:
         "serve",
         help="run an OpenAI-compatible proxy that gives any client tool calling",
         description="Run an OpenAI-compatible server in front of UPSTREAM: clients send `tools` "
-        "to /v1/chat/completions as they would to OpenAI and get native `tool_calls` back, "
-        "streamed or not; every other path is passed through to UPSTREAM unchanged. Stateless: "
+        "to /v1/chat/completions (or the Responses API, /v1/responses) as they would to OpenAI "
+        "and get native tool calls back, streamed or not; every other path is passed through "
+        "to UPSTREAM unchanged. Stateless: "
         "scale it with --workers or more replicas behind a load balancer.",
     )
     serve.add_argument(
@@ -180,6 +181,11 @@ def settings_from_arguments(args: argparse.Namespace) -> ServeSettings:
         timeout=600.0 if timeout is None else timeout,
         options=options,
         models=config.models if config else (),
+        **{
+            name: getattr(config, name)
+            for name in ("reject_unmatched_models", "stored_responses")
+            if config is not None and getattr(config, name) is not None
+        },
     )
 
 

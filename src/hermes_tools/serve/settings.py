@@ -17,6 +17,15 @@ Settings come from the command line and an optional TOML config file:
     match = "qwen3-coder*"
     syntax = "qwen3_coder"
 
+    [[models]]                # clients that send their own model names (Codex, Claude Code)
+    match = "gpt-*"
+    upstream_model = "qwen2.5-coder-7b"   # the name the upstream is asked for
+
+Two top-level keys concern the fronts rather than the format: `reject_unmatched_models = true`
+answers a model that no rule matches with a 400 (instead of passing its name upstream), and
+`stored_responses` (100; 0 keeps none) is how many Responses-API answers each worker keeps for
+`previous_response_id`.
+
 Everything is checked when the proxy starts, so a typo stops it with a message rather than
 failing requests later. uvicorn starts each worker by importing the app, so the settings travel
 to the workers as JSON in an environment variable.
@@ -51,9 +60,24 @@ OPTION_TYPES: dict[str, type] = {
     "native_tools": str,
     "repair_attempts": int,
     "parse_without_tools": bool,
+    "upstream_model": str,
 }
-_NOT_FORMAT = ("repair_attempts", "parse_without_tools", "check_grounding", "native_tools")
-_CONFIG_KEYS = ("upstream", "timeout", "format", "models")
+_NOT_FORMAT = (
+    "repair_attempts",
+    "parse_without_tools",
+    "check_grounding",
+    "native_tools",
+    "upstream_model",
+)
+_CONFIG_KEYS = (
+    "upstream",
+    "timeout",
+    "format",
+    "models",
+    "reject_unmatched_models",
+    "stored_responses",
+)
+DEFAULT_STORED_RESPONSES = 100
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
 
 
@@ -66,6 +90,8 @@ class EndpointOptions:
     parse_without_tools: bool = False
     check_grounding: bool = True
     native_tools: str = "never"
+    # The model name the upstream is asked for (None: the client's, as it came).
+    upstream_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +115,8 @@ class ServeSettings:
     timeout: float = 600.0
     options: Mapping[str, Any] = field(default_factory=dict)
     models: tuple[ModelRule, ...] = ()
+    reject_unmatched_models: bool = False
+    stored_responses: int = DEFAULT_STORED_RESPONSES
     endpoints: tuple[EndpointOptions, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +130,25 @@ class ServeSettings:
             raise ServeConfigError(f"timeout must be a number of seconds, not {self.timeout!r}.")
         if self.timeout <= 0:
             raise ServeConfigError(f"timeout must be more than 0 seconds, not {self.timeout}.")
+        if not isinstance(self.reject_unmatched_models, bool):
+            raise ServeConfigError(
+                "reject_unmatched_models must be true or false, not "
+                f"{self.reject_unmatched_models!r}."
+            )
+        if (
+            isinstance(self.stored_responses, bool)
+            or not isinstance(self.stored_responses, int)
+            or self.stored_responses < 0
+        ):
+            raise ServeConfigError(
+                "stored_responses must be a whole number, 0 or more, not "
+                f"{self.stored_responses!r}."
+            )
+        if self.reject_unmatched_models and not self.models:
+            raise ServeConfigError(
+                "reject_unmatched_models needs [[models]] rules: without them every model is "
+                "rejected."
+            )
         endpoints = [_endpoint_options(self.options, "the format options")]
         for number, rule in enumerate(self.models, 1):
             if not isinstance(rule.match, str) or not rule.match:
@@ -116,6 +163,22 @@ class ServeSettings:
             if rule.matches(model):
                 return number
         return 0
+
+    def unmatched(self, model: str) -> str | None:
+        """Why `model` may not be served (`reject_unmatched_models` and no rule matches it), as
+        the message a client gets; None when it may."""
+        if not self.reject_unmatched_models or self.endpoint_for(model) != 0:
+            return None
+        patterns = ", ".join(repr(rule.match) for rule in self.models)
+        return (
+            f"The model {model!r} is not served by this proxy: no [[models]] rule of its config "
+            f"matches it (the patterns are {patterns}). Ask for a model one of them matches, or "
+            "add a rule for it."
+        )
+
+    def upstream_model(self, model: str) -> str:
+        """The model name the upstream is asked for, for a request asking for `model`."""
+        return self.endpoints[self.endpoint_for(model)].upstream_model or model
 
     @property
     def upstream_base(self) -> str:
@@ -132,6 +195,8 @@ class ServeSettings:
                 "timeout": self.timeout,
                 "options": dict(self.options),
                 "models": [{"match": r.match, **r.options} for r in self.models],
+                "reject_unmatched_models": self.reject_unmatched_models,
+                "stored_responses": self.stored_responses,
             }
         )
 
@@ -146,6 +211,8 @@ class ServeSettings:
             timeout=data["timeout"],
             options=data["options"],
             models=models,
+            reject_unmatched_models=data["reject_unmatched_models"],
+            stored_responses=data["stored_responses"],
         )
 
 
@@ -166,6 +233,8 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
             f"native_tools in {where} must be one of {', '.join(NATIVE_TOOLS_MODES)}, "
             f"not {native_tools!r}."
         )
+    if options.get("upstream_model") == "":
+        raise ServeConfigError(f"upstream_model in {where} must be a model name, not empty.")
     repair_attempts = options.get("repair_attempts", 1)
     if repair_attempts < 0:
         raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
@@ -179,6 +248,7 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
         options.get("parse_without_tools", False),
         options.get("check_grounding", True),
         native_tools,
+        options.get("upstream_model") or None,
     )
 
 
@@ -201,6 +271,8 @@ class ConfigFile:
     timeout: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     models: tuple[ModelRule, ...] = ()
+    reject_unmatched_models: bool | None = None
+    stored_responses: int | None = None
 
 
 def load_config(path: str) -> ConfigFile:
@@ -235,4 +307,6 @@ def load_config(path: str) -> ConfigFile:
         timeout=data.get("timeout"),
         options=options,
         models=tuple(_rule(entry, number) for number, entry in enumerate(models, 1)),
+        reject_unmatched_models=data.get("reject_unmatched_models"),
+        stored_responses=data.get("stored_responses"),
     )

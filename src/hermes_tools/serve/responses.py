@@ -1,0 +1,323 @@
+"""`/v1/responses`: the OpenAI Responses API as a front of the proxy.
+
+What the Agents SDK, the Codex CLI and `ChatOpenAI(use_responses_api=True)` send goes upstream
+as chat completions, through the same reply policy, transport and `[[models]]` rules as
+`/v1/chat/completions`: the request is mapped onto a chat-completions request
+(`responses_shape.read_request`), a `ReplySession` and the drive loop answer it over the
+worker's upstream client, and the policy's chunks or completion are mapped back onto a
+`response` object or the Responses stream events. Nothing here decides about a reply.
+
+State: the Responses API lets a client send only the new items and name the response they
+follow (`previous_response_id`). Each worker keeps the items of its last `stored_responses`
+responses (store=false ones aside) in memory to answer that; a response it does not have (an
+older one, one another worker or replica answered, one from before a restart) gets a 400 that
+says so. Behind several workers or replicas, clients send the whole conversation (the Codex CLI
+and the Agents SDK do by default), or a load balancer keeps a conversation on one worker.
+
+Failures are the chat front's, in the Responses shapes: a request the proxy cannot use gets a
+400 naming the field; an upstream error before the answer started comes back with its status
+and an OpenAI error body; a stream that breaks after it started ends with `response.failed`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import anyio
+from openai import AsyncStream, Omit
+from starlette.requests import Request
+from starlette.types import Receive
+
+from hermes_tools._policy.drive import astream_reply, awhole_reply
+from hermes_tools._policy.native import NativeFirst, refuses_tools
+from hermes_tools._policy.request import uses_tools
+from hermes_tools._policy.session import ReplySession
+from hermes_tools.client.transport import REQUEST_FAILED, AsyncOpenAITransport, achunks
+from hermes_tools.errors import RequestRejected
+from hermes_tools.serve.app import (
+    _CREATE_PARAMETERS,
+    SSE_HEADERS,
+    Exchange,
+    Upstream,
+    _Handler,
+    _relay_failure,
+    _Responder,
+    _stream_failure,
+    cancel_on_disconnect,
+)
+from hermes_tools.serve.responses_shape import (
+    ChatRequest,
+    Item,
+    ResponseEvents,
+    new_id,
+    read_request,
+    requested_model,
+    response_object,
+    sse,
+)
+from hermes_tools.serve.settings import ServeSettings
+from hermes_tools.serve.validation import parse_body
+
+
+class ResponseStore:
+    """The conversations of a worker's last responses, for `previous_response_id` (an LRU)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, tuple[list[Item], dict[str, Any]]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, response: dict[str, Any], items: list[Item]) -> None:
+        """Keep a response and its conversation: the items it followed, then its output."""
+        if self.size <= 0:
+            return
+        self._entries[response["id"]] = ([*items, *response["output"]], response)
+        self._entries.move_to_end(response["id"])
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def items(self, response_id: str) -> list[Item] | None:
+        entry = self._entries.get(response_id)
+        if entry is None:
+            return None
+        self._entries.move_to_end(response_id)
+        return list(entry[0])
+
+    def response(self, response_id: str) -> dict[str, Any] | None:
+        entry = self._entries.get(response_id)
+        return entry[1] if entry is not None else None
+
+
+def not_stored(response_id: str, store: ResponseStore) -> RequestRejected:
+    kept = (
+        f"each worker keeps its last {store.size} responses in memory"
+        if store.size
+        else "it is set to keep none (stored_responses = 0)"
+    )
+    return RequestRejected(
+        f"Previous response with id {response_id!r} not found. This proxy keeps no state "
+        f"across workers, replicas or restarts: {kept}, and this worker does not have that "
+        "one. Send the whole conversation in `input` instead of previous_response_id, or, "
+        "behind several workers or replicas, route a conversation's requests to the same one "
+        "(sticky sessions).",
+        "previous_response_id",
+        "previous_response_not_found",
+    )
+
+
+class StoredResponse(_Handler):
+    """GET /v1/responses/{id}: a response this worker keeps."""
+
+    def __init__(
+        self, settings: ServeSettings, upstream: Callable[[], Upstream], store: ResponseStore
+    ) -> None:
+        super().__init__(settings, upstream)
+        self.store = store
+
+    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+        response_id = str(request.path_params.get("response_id", ""))
+        response = self.store.response(response_id)
+        if response is None:
+            rejected = not_stored(response_id, self.store)
+            await responder.error(
+                404, rejected.message, "invalid_request_error", None, "response_not_found"
+            )
+            return
+        await responder.whole(200, _json(response))
+
+
+class Responses(_Handler):
+    """POST /v1/responses (and /responses)."""
+
+    def __init__(
+        self, settings: ServeSettings, upstream: Callable[[], Upstream], store: ResponseStore
+    ) -> None:
+        super().__init__(settings, upstream)
+        self.store = store
+
+    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+        exchange = responder.exchange
+        exchange.chat = True
+        try:
+            body = parse_body(await request.body())
+            model = requested_model(body)
+            exchange.model = model
+            refused = self.settings.unmatched(model)
+            if refused is not None:
+                raise RequestRejected(refused, "model", "model_not_found")
+            read = read_request(body, self._previous(body), self.settings.upstream_model(model))
+        except RequestRejected as rejected:
+            await responder.error(
+                400, rejected.message, "invalid_request_error", rejected.param, rejected.code
+            )
+            return
+        exchange.stream = read.stream
+        exchange.tools = len(read.chat.get("tools") or [])
+        chat = self._upstream_request(read.chat, request)
+        keep = body.get("store") is not False
+
+        async def work() -> None:
+            if read.stream:
+                await self._stream(read, chat, model, keep, responder)
+            else:
+                await self._whole(read, chat, model, keep, responder)
+
+        await cancel_on_disconnect(receive, responder, work)
+
+    def _previous(self, body: Mapping[str, Any]) -> list[Item] | None:
+        response_id = body.get("previous_response_id")
+        if response_id is None:
+            return None
+        if not isinstance(response_id, str):
+            raise RequestRejected(
+                "'previous_response_id' must be a string.", "previous_response_id", "invalid_type"
+            )
+        items = self.store.items(response_id)
+        if items is None:
+            raise not_stored(response_id, self.store)
+        return items
+
+    def _upstream_request(self, chat: dict[str, Any], request: Request) -> dict[str, Any]:
+        """The chat request with what the SDK sends beside the body: the forwarded headers,
+        the upstream's key, the query."""
+        upstream = self.upstream()
+        headers: dict[str, Any] = dict(self.forwarded_headers(request))
+        authorization = upstream.authorization(dict(request.headers))
+        if authorization:
+            headers["Authorization"] = authorization
+        else:
+            headers["Authorization"] = Omit()
+        extra = {key: value for key, value in chat.items() if key not in _CREATE_PARAMETERS}
+        chat = {key: value for key, value in chat.items() if key in _CREATE_PARAMETERS}
+        if extra:
+            chat["extra_body"] = extra
+        chat["extra_headers"] = headers
+        if request.url.query:
+            chat["extra_query"] = dict(request.query_params)
+        return chat
+
+    def _session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
+        """The policy's session, as `wrap()` makes it; None for a plain chat, which goes
+        upstream as it is."""
+        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        if not (options.parse_without_tools or uses_tools(chat)):
+            return None
+        return ReplySession(
+            chat,
+            options.format,
+            options.repair_attempts,
+            check_grounding=options.check_grounding,
+            aggregate=chat.get("stream") is not True,
+            native_first=(
+                NativeFirst(str(self.upstream().raw.base_url))
+                if options.native_tools == "auto"
+                else None
+            ),
+        )
+
+    async def _whole(
+        self,
+        read: ChatRequest,
+        chat: dict[str, Any],
+        model: str,
+        keep: bool,
+        responder: _Responder,
+    ) -> None:
+        transport = AsyncOpenAITransport(self.upstream().raw)
+        session = self._session(chat, model)
+        created = time.time()
+        try:
+            if session is None:
+                completion = await transport.create(chat)
+            else:
+                completion = await awhole_reply(session, transport)
+        except Exception as exc:
+            await _relay_failure(exc, responder, self.settings)
+            return
+        exchange = responder.exchange
+        for choice in completion.get("choices") or ():
+            _count(exchange, choice.get("message") or {}, choice.get("index") or 0)
+        response = response_object(read, completion, new_id("resp"), created)
+        if keep:
+            self.store.put(response, read.items)
+        await responder.whole(200, _json(response), exchange.upstream_headers)
+
+    async def _stream(
+        self,
+        read: ChatRequest,
+        chat: dict[str, Any],
+        model: str,
+        keep: bool,
+        responder: _Responder,
+    ) -> None:
+        exchange = responder.exchange
+        created = time.time()
+        try:
+            chunks, first = await self._open_stream(chat, model)
+        except Exception as exc:
+            await _relay_failure(exc, responder, self.settings)
+            return
+        events = ResponseEvents(read, new_id("resp"), created)
+        await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+        try:
+            await responder.body(b"".join(map(sse, events.start())))
+            async for chunk in chunks:
+                for choice in chunk.get("choices") or ():
+                    _count(exchange, choice.get("delta") or {}, choice.get("index") or 0)
+                out = events.chunk(chunk)
+                if out:
+                    await responder.body(b"".join(map(sse, out)))
+            ending = events.finish()
+        except Exception as exc:
+            body, exchange.error = _stream_failure(exc, self.settings)
+            error = json.loads(body).get("error") or {}
+            failed = events.fail(str(error.get("message")), str(error.get("code") or "error"))
+            await responder.finish(b"".join(map(sse, failed)))
+            return
+        finally:
+            with anyio.CancelScope(shield=True):
+                await chunks.aclose()  # type: ignore[attr-defined]
+                await first.close()  # when the reply ended before it was read
+        if keep:
+            self.store.put(events.response, read.items)
+        await responder.finish(b"".join(map(sse, ending)))
+
+    async def _open_stream(
+        self, chat: dict[str, Any], model: str
+    ) -> tuple[AsyncIterator[dict[str, Any]], AsyncStream[Any]]:
+        """The reply's chunks, and the first upstream stream, opened already: a request that
+        fails fails here, before the answer starts, and its status goes back as it came."""
+        raw = self.upstream().raw
+        session = self._session(chat, model)
+        create = raw.chat.completions.create
+        if session is None:
+            first: AsyncStream[Any] = await create(**chat)
+            return achunks(first), first
+        try:
+            first = await create(**session.request())
+        except REQUEST_FAILED as error:
+            if not (session.native and refuses_tools(error)):
+                raise
+            session.native_refused()
+            first = await create(**session.request())
+        return astream_reply(session, AsyncOpenAITransport(raw), achunks(first)), first
+
+
+def _count(exchange: Exchange, part: Mapping[str, Any], index: int) -> None:
+    """The log line's calls: those a chunk or message carries, and the invalid ones."""
+    exchange.call_ids.update(
+        str(call["id"]) for call in part.get("tool_calls") or () if call.get("id")
+    )
+    for number, call in enumerate(part.get("invalid_tool_calls") or ()):
+        call_id = call.get("id") if isinstance(call, Mapping) else None
+        exchange.invalid_ids.add(call_id or f"{index}:{number}")
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()

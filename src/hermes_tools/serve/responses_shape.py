@@ -1,0 +1,898 @@
+"""The Responses API's shapes and the chat-completions ones, both ways, as plain dicts (no I/O).
+
+A Responses request becomes the chat-completions request the reply policy takes
+(`ChatRequest`): its `input` items become messages (a `function_call` item an assistant
+message's tool call, a `function_call_output` a `tool` message), `instructions` a system message
+first, function tools the chat `tools` (a `namespace` of function tools is flattened, and its
+calls come back naming it), `text.format` a `response_format`, `max_output_tokens` `max_tokens`.
+What the policy answers comes back as a `response` object (`response_object`) or, streamed, as
+the Responses events (`ResponseEvents`): a `reasoning` item from `reasoning_content`, a `message`
+item with `output_text`, a `function_call` item per call.
+
+Bad input is refused with `RequestRejected` naming the field as the Responses API names it
+(`input[3].call_id`, `tools[8].type`), before anything goes upstream. Reasoning items sent back
+are accepted and left out of the conversation, as chat clients leave reasoning out: the model
+is not shown its earlier reasoning.
+
+The shapes were checked against the `openai` SDK's types (`openai.types.responses`): the tests
+validate every object and event with them, and run the SDK's own stream accumulator over the
+events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_tools._tools.toolbox import tool_spec
+from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
+
+Item = dict[str, Any]
+Event = dict[str, Any]
+
+# The input items the proxy reads; the rest of the API's item types need state or tools a
+# model behind the proxy does not have.
+INPUT_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+_ROLES = ("user", "assistant", "system", "developer")
+IMAGE_IN_RESULT = "[an image, which this model cannot be shown]"
+_TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
+# Request fields that need what the proxy does not keep or run.
+_UNSUPPORTED_FIELDS = {
+    "background": "background responses need a server that keeps them; the proxy keeps none",
+    "conversation": (
+        "conversations are state kept by OpenAI's servers; the proxy keeps none. Send the "
+        "conversation's items in `input`"
+    ),
+    "prompt": "reusable prompts are stored on OpenAI's servers; send `instructions` instead",
+}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{os.urandom(12).hex()}"
+
+
+@dataclass
+class ChatRequest:
+    """A Responses request read: the chat-completions request for the policy, and what the
+    response object echoes."""
+
+    chat: dict[str, Any]
+    # The conversation as Responses items (a previous response's items first), to keep for a
+    # later `previous_response_id`.
+    items: list[Item]
+    # Namespaced tools: the flat name the model calls -> its namespace.
+    namespaces: dict[str, str] = field(default_factory=dict)
+    echo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stream(self) -> bool:
+        return self.chat.get("stream") is True
+
+
+# -- the request ---------------------------------------------------------------------------------
+
+
+def read_request(
+    body: Mapping[str, Any], previous: list[Item] | None, upstream_model: str
+) -> ChatRequest:
+    """The chat-completions request for a Responses `body`; `previous`: the items of the
+    response `previous_response_id` names (the caller looked it up). Raises RequestRejected."""
+    for name, reason in _UNSUPPORTED_FIELDS.items():
+        if body.get(name) not in (None, False):
+            raise RequestRejected(
+                f"'{name}' is not supported by this proxy: {reason}.", name, "unsupported_parameter"
+            )
+    _check_scalars(body)
+    items = [*(previous or []), *_input_items(body.get("input"))]
+    messages: list[dict[str, Any]] = []
+    instructions = body.get("instructions")
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    messages += _messages(items, len(previous or []))
+    if not messages:
+        raise RequestRejected("'input' must hold at least one item.", "input", "empty_array")
+    chat: dict[str, Any] = {"model": upstream_model, "messages": messages}
+    tools, namespaces = _tools(body.get("tools"))
+    choice = body.get("tool_choice")
+    tools, choice = _tool_choice(choice, tools)
+    if tools:
+        chat["tools"] = tools
+        if choice is not None:
+            chat["tool_choice"] = choice
+        if body.get("parallel_tool_calls") is not None:
+            chat["parallel_tool_calls"] = body["parallel_tool_calls"]
+    elif choice == "required":
+        raise RequestRejected(
+            "'tool_choice' is 'required' but the request has no function tools.",
+            "tool_choice",
+            "invalid_value",
+        )
+    response_format = _response_format(body.get("text"))
+    if response_format is not None:
+        chat["response_format"] = response_format
+    for ours, theirs in (
+        ("max_output_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+    ):
+        if body.get(ours) is not None:
+            chat[theirs] = body[ours]
+    if body.get("stream") is True:
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}  # the usage of response.completed
+    return ChatRequest(chat, items, namespaces, _echo(body))
+
+
+def requested_model(body: Mapping[str, Any]) -> str:
+    """The model the request asks for (a non-empty string, or RequestRejected)."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise RequestRejected(
+            "you must provide a model parameter"
+            if model is None
+            else f"'model' must be a non-empty string, not {_json_type(model)}.",
+            "model",
+            "missing_required_parameter" if model is None else "invalid_type",
+        )
+    return model
+
+
+def _check_scalars(body: Mapping[str, Any]) -> None:
+    requested_model(body)
+    checks: list[tuple[str, tuple[type, ...], str]] = [
+        ("stream", (bool,), "a boolean"),
+        ("store", (bool,), "a boolean"),
+        ("parallel_tool_calls", (bool,), "a boolean"),
+        ("instructions", (str,), "a string"),
+        ("previous_response_id", (str,), "a string"),
+        ("max_output_tokens", (int,), "an integer"),
+        ("temperature", (int, float), "a number"),
+        ("top_p", (int, float), "a number"),
+        ("text", (dict,), "an object"),
+        ("metadata", (dict,), "an object"),
+        ("tools", (list,), "an array"),
+    ]
+    for name, kinds, expected in checks:
+        value = body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise RequestRejected(
+                f"'{name}' must be {expected}, not {_json_type(value)}.", name, "invalid_type"
+            )
+    tokens = body.get("max_output_tokens")
+    if tokens is not None and tokens < 1:
+        raise RequestRejected(
+            f"'max_output_tokens' must be at least 1, not {tokens}.",
+            "max_output_tokens",
+            "invalid_value",
+        )
+
+
+def _input_items(value: object) -> list[Item]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list):
+        raise RequestRejected(
+            f"'input' must be a string or an array of items, not {_json_type(value)}.",
+            "input",
+            "invalid_type",
+        )
+    return list(value)
+
+
+def _messages(items: list[Item], first_new: int) -> list[dict[str, Any]]:
+    """The chat messages of the conversation's items. Positions in errors count from the
+    request's own `input` (the previous response's items come first)."""
+    messages: list[dict[str, Any]] = []
+    call_ids: set[str] = set()
+    for number, item in enumerate(items):
+        where = f"input[{number - first_new}]" if number >= first_new else "previous_response_id"
+        if not isinstance(item, dict):
+            raise RequestRejected(
+                f"'{where}' must be an object, not {_json_type(item)}.", where, "invalid_type"
+            )
+        kind = item.get("type", "message" if "role" in item else None)
+        if kind == "message":
+            message = _message(item, where)
+            if message is not None:
+                messages.append(message)
+        elif kind == "function_call":
+            call = _call(item, where)
+            call_ids.add(call["id"])
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise RequestRejected(
+                    f"'{where}.call_id' must be the call_id of a function_call item.",
+                    f"{where}.call_id",
+                    "missing_required_parameter",
+                )
+            if call_id not in call_ids:
+                raise RequestRejected(
+                    f"No tool call found for function call output with call_id {call_id}: the "
+                    "function_call item it answers must come before it in the conversation "
+                    "(in `input`, or in the response `previous_response_id` names).",
+                    f"{where}.call_id",
+                    "invalid_value",
+                )
+            output = _output_text(item.get("output"), f"{where}.output")
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        elif kind == "reasoning":
+            continue  # not shown to the model again (see the module comment)
+        else:
+            raise RequestRejected(
+                f"Unsupported input item type {kind!r} at '{where}': this proxy takes "
+                f"{', '.join(INPUT_ITEM_TYPES)} items"
+                + (
+                    " (an item_reference needs OpenAI's stored items: send the item itself)."
+                    if kind == "item_reference"
+                    else "."
+                ),
+                f"{where}.type",
+                "invalid_value",
+            )
+    return messages
+
+
+def _message(item: Item, where: str) -> dict[str, Any] | None:
+    role = item.get("role")
+    if role not in _ROLES:
+        raise RequestRejected(
+            f"'{where}.role' must be one of {', '.join(_ROLES)}, not {role!r}.",
+            f"{where}.role",
+            "invalid_value",
+        )
+    content = item.get("content")
+    if isinstance(content, str):
+        parts: list[dict[str, Any]] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        parts = [_part(part, f"{where}.content[{n}]") for n, part in enumerate(content)]
+    else:
+        raise RequestRejected(
+            f"'{where}.content' must be a string or an array of content parts, not "
+            f"{_json_type(content)}.",
+            f"{where}.content",
+            "invalid_type",
+        )
+    # Models behind the proxy know system, not developer (the format engine treats them alike).
+    chat_role = "system" if role == "developer" else role
+    if chat_role == "user" and any(part["type"] != "text" for part in parts):
+        return {"role": "user", "content": parts}
+    for number, part in enumerate(parts):
+        if part["type"] != "text":
+            raise RequestRejected(
+                f"'{where}.content[{number}]': only text goes in a {role} message.",
+                f"{where}.content[{number}].type",
+                "invalid_value",
+            )
+    return {"role": chat_role, "content": "".join(part["text"] for part in parts)}
+
+
+def _part(part: object, where: str) -> dict[str, Any]:
+    if not isinstance(part, dict):
+        raise RequestRejected(
+            f"'{where}' must be an object, not {_json_type(part)}.", where, "invalid_type"
+        )
+    kind = part.get("type")
+    if kind in _TEXT_PARTS:
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise RequestRejected(
+                f"'{where}.text' must be a string.", f"{where}.text", "invalid_type"
+            )
+        return {"type": "text", "text": text}
+    if kind == "refusal":
+        return {"type": "text", "text": str(part.get("refusal") or "")}
+    if kind == "input_image":
+        url = part.get("image_url")
+        if not isinstance(url, str) or not url:
+            raise RequestRejected(
+                f"'{where}': an image goes to the model by 'image_url' (a URL or a data: URL); "
+                "OpenAI file ids are not available behind this proxy.",
+                f"{where}.image_url",
+                "invalid_value",
+            )
+        image: dict[str, Any] = {"url": url}
+        if isinstance(part.get("detail"), str):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    raise RequestRejected(
+        f"Unsupported content part type {kind!r} at '{where}': this proxy takes input_text, "
+        "output_text, refusal and input_image parts.",
+        f"{where}.type",
+        "invalid_value",
+    )
+
+
+def _call(item: Item, where: str) -> dict[str, Any]:
+    for name in ("call_id", "name"):
+        if not isinstance(item.get(name), str) or not item[name]:
+            raise RequestRejected(
+                f"'{where}.{name}' must be a non-empty string.",
+                f"{where}.{name}",
+                "missing_required_parameter",
+            )
+    arguments = item.get("arguments", "")
+    if not isinstance(arguments, str):
+        raise RequestRejected(
+            f"'{where}.arguments' must be a string of JSON, not {_json_type(arguments)}.",
+            f"{where}.arguments",
+            "invalid_type",
+        )
+    return {
+        "id": item["call_id"],
+        "type": "function",
+        "function": {"name": item["name"], "arguments": arguments},
+    }
+
+
+def _output_text(output: object, where: str) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        texts = []
+        for number, part in enumerate(output):
+            converted = _part(part, f"{where}[{number}]")
+            # Tool results reach the model as text: an image a tool returned (Codex's
+            # view_image) is said to be there rather than failing the agent's whole session.
+            texts.append(converted.get("text", IMAGE_IN_RESULT))
+        return "".join(texts)
+    raise RequestRejected(
+        f"'{where}' must be a string or an array of content parts, not {_json_type(output)}.",
+        where,
+        "invalid_type",
+    )
+
+
+def _tools(value: object) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The chat tools, and the namespace of each namespaced one."""
+    tools: list[dict[str, Any]] = []
+    namespaces: dict[str, str] = {}
+    where_of: dict[str, str] = {}
+    listed: list[object] = value if isinstance(value, list) else []
+    for number, tool in enumerate(listed):
+        where = f"tools[{number}]"
+        if not isinstance(tool, dict):
+            raise RequestRejected(
+                f"'{where}' must be an object, not {_json_type(tool)}.", where, "invalid_type"
+            )
+        if tool.get("type") == "namespace":
+            inner = tool.get("tools")
+            if not isinstance(inner, list):
+                raise RequestRejected(
+                    f"'{where}.tools' must be an array of function tools.",
+                    f"{where}.tools",
+                    "invalid_type",
+                )
+            for position, function in enumerate(inner):
+                spec = _function_tool(function, f"{where}.tools[{position}]")
+                namespaces[spec["function"]["name"]] = str(tool.get("name") or "")
+                _add_tool(tools, where_of, spec, f"{where}.tools[{position}]")
+            continue
+        _add_tool(tools, where_of, _function_tool(tool, where), where)
+    return tools, namespaces
+
+
+def _add_tool(
+    tools: list[dict[str, Any]], where_of: dict[str, str], spec: dict[str, Any], where: str
+) -> None:
+    name = spec["function"]["name"]
+    if name in where_of:
+        raise RequestRejected(
+            f"Two tools are named {name!r} ('{where_of[name]}' and '{where}'); names must be "
+            "unique.",
+            f"{where}.name",
+            "invalid_value",
+        )
+    where_of[name] = where
+    tools.append(spec)
+
+
+def _function_tool(tool: object, where: str) -> dict[str, Any]:
+    if not isinstance(tool, dict):
+        raise RequestRejected(
+            f"'{where}' must be an object, not {_json_type(tool)}.", where, "invalid_type"
+        )
+    kind = tool.get("type")
+    if kind != "function":
+        hint = (
+            ' (Codex: web_search = "disabled" in its config.toml)' if kind == "web_search" else ""
+        )
+        raise RequestRejected(
+            f"Only function tools are supported: '{where}' is a {kind!r} tool, which the "
+            f"model behind this proxy cannot run. Leave it out of the request{hint}.",
+            f"{where}.type",
+            "unsupported_tool",
+        )
+    function = {"name": tool.get("name")}
+    for key in ("description", "parameters"):
+        if tool.get(key) is not None:
+            function[key] = tool[key]
+    try:
+        spec = tool_spec({"type": "function", "function": function})
+    except ToolSchemaError as exc:
+        raise RequestRejected(
+            f"Invalid schema for function '{exc.tool}': {exc.problem}.",
+            f"{where}.parameters",
+            "invalid_function_parameters",
+        ) from None
+    except HermesToolsError as exc:
+        raise RequestRejected(f"'{where}': {exc}", f"{where}.name", "invalid_value") from None
+    return spec.openai_tool()
+
+
+def _tool_choice(
+    choice: object, tools: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], object]:
+    """The chat `tool_choice` (None: the default), and the tools it leaves callable."""
+    if choice is None or choice in ("auto", "none", "required"):
+        return tools, choice
+    names = [tool["function"]["name"] for tool in tools]
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = choice.get("name")
+        if name not in names:
+            raise RequestRejected(
+                f"'tool_choice' names the function {name!r}, which is not among the request's "
+                "tools.",
+                "tool_choice.name",
+                "invalid_value",
+            )
+        return tools, {"type": "function", "function": {"name": name}}
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        allowed = choice.get("tools")
+        mode = choice.get("mode", "auto")
+        if not isinstance(allowed, list) or mode not in ("auto", "required"):
+            raise RequestRejected(
+                "'tool_choice' of type allowed_tools needs 'mode' (auto or required) and "
+                '\'tools\' (an array of {"type": "function", "name": ...}).',
+                "tool_choice",
+                "invalid_value",
+            )
+        wanted = set()
+        for number, entry in enumerate(allowed):
+            if (
+                not isinstance(entry, dict)
+                or entry.get("type") != "function"
+                or entry.get("name") not in names
+            ):
+                raise RequestRejected(
+                    f"'tool_choice.tools[{number}]' must name one of the request's function tools.",
+                    f"tool_choice.tools[{number}]",
+                    "invalid_value",
+                )
+            wanted.add(entry["name"])
+        return [tool for tool in tools if tool["function"]["name"] in wanted], mode
+    raise RequestRejected(
+        '\'tool_choice\' must be auto, none, required, {"type": "function", "name": ...} '
+        "or an allowed_tools choice; the model behind this proxy has only function tools.",
+        "tool_choice",
+        "invalid_value",
+    )
+
+
+def _response_format(text: object) -> dict[str, Any] | None:
+    if not isinstance(text, dict):
+        return None
+    form = text.get("format")
+    if form is None:
+        return None
+    kind = form.get("type") if isinstance(form, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema":
+        schema = form.get("schema")
+        if not isinstance(schema, dict):
+            raise RequestRejected(
+                "'text.format.schema' must be a JSON schema object.",
+                "text.format.schema",
+                "invalid_type",
+            )
+        spec = {"name": form.get("name") or "answer", "schema": schema}
+        for key in ("description", "strict"):
+            if form.get(key) is not None:
+                spec[key] = form[key]
+        return {"type": "json_schema", "json_schema": spec}
+    raise RequestRejected(
+        f"'text.format.type' must be text, json_object or json_schema, not {kind!r}.",
+        "text.format.type",
+        "invalid_value",
+    )
+
+
+def _echo(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What a response object says of the request it answers."""
+    text = body.get("text") if isinstance(body.get("text"), dict) else {}
+    return {
+        "model": body["model"],
+        "instructions": body.get("instructions"),
+        "metadata": body.get("metadata") or {},
+        "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
+        "temperature": body.get("temperature"),
+        "top_p": body.get("top_p"),
+        "tool_choice": body.get("tool_choice") or "auto",
+        "tools": list(body.get("tools") or []),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "previous_response_id": body.get("previous_response_id"),
+        "store": body.get("store") is not False,
+        "text": {"format": {"type": "text"}, **(text or {})},
+        "truncation": "disabled",
+    }
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+# -- the answer ----------------------------------------------------------------------------------
+
+
+def skeleton(request: ChatRequest, response_id: str, created_at: float) -> dict[str, Any]:
+    """A response object without its output: what `response.created` carries."""
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": "in_progress",
+        "error": None,
+        "incomplete_details": None,
+        **request.echo,
+        "output": [],
+        "usage": None,
+    }
+
+
+def usage_of(usage: object) -> dict[str, Any] | None:
+    """A chat `usage` as the Responses API counts it."""
+    if not isinstance(usage, Mapping):
+        return None
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": int(cached), "cache_write_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": int(reasoning)},
+        "total_tokens": int(usage.get("total_tokens") or prompt + completion),
+    }
+
+
+def finished(response: dict[str, Any], finish_reason: str | None) -> None:
+    """Set the status a chat finish reason means."""
+    reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
+        finish_reason or ""
+    )
+    response["status"] = "incomplete" if reason else "completed"
+    response["incomplete_details"] = {"reason": reason} if reason else None
+    if not reason:
+        response["completed_at"] = time.time()
+
+
+def reasoning_item(text: str, item_id: str | None = None, status: str = "completed") -> Item:
+    return {
+        "id": item_id or new_id("rs"),
+        "type": "reasoning",
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": text}] if text else [],
+        "status": status,
+    }
+
+
+def message_item(text: str, item_id: str | None = None, status: str = "completed") -> Item:
+    return {
+        "id": item_id or new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "status": status,
+        "content": [_output_text_part(text)] if status == "completed" else [],
+    }
+
+
+def _output_text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def call_item(
+    call_id: str,
+    name: str,
+    arguments: str,
+    namespaces: Mapping[str, str],
+    item_id: str | None = None,
+    status: str = "completed",
+) -> Item:
+    item: Item = {
+        "id": item_id or new_id("fc"),
+        "type": "function_call",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": status,
+    }
+    if namespaces.get(name):
+        item["namespace"] = namespaces[name]
+    return item
+
+
+def response_object(
+    request: ChatRequest, completion: Mapping[str, Any], response_id: str, created_at: float
+) -> dict[str, Any]:
+    """A whole `chat.completion` as a whole `response` object."""
+    response = skeleton(request, response_id, created_at)
+    choices = completion.get("choices") or [{}]
+    choice = choices[0]
+    message = choice.get("message") or {}
+    output: list[Item] = []
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        output.append(reasoning_item(reasoning))
+    content = message.get("content")
+    calls = message.get("tool_calls") or []
+    if (isinstance(content, str) and content) or not calls:
+        output.append(message_item(content if isinstance(content, str) else ""))
+    for call in calls:
+        function = call.get("function") or {}
+        output.append(
+            call_item(
+                call.get("id") or new_id("call"),
+                function.get("name") or "",
+                function.get("arguments") or "",
+                request.namespaces,
+            )
+        )
+    response["output"] = output
+    response["usage"] = usage_of(completion.get("usage"))
+    finished(response, choice.get("finish_reason"))
+    return response
+
+
+# -- the answer, streamed -------------------------------------------------------------------------
+
+
+class ResponseEvents:
+    """`chat.completion.chunk` dicts in, Responses stream events out (sans-I/O).
+
+    Items open as the reply's parts arrive: a `reasoning` item for reasoning, a `message` item
+    for text, a `function_call` item for each call; a reasoning or message item is done when
+    something else starts. Calls are done at the end of the reply, when the policy has said
+    which of those it streamed were invalid: those end `incomplete` and are left out of the
+    completed response, as a whole reply leaves them out of its message.
+    """
+
+    def __init__(self, request: ChatRequest, response_id: str, created_at: float) -> None:
+        self.request = request
+        self.response = skeleton(request, response_id, created_at)
+        self._sequence = 0
+        self._output: list[Item] = []  # by output_index, as they stand
+        self._open: int | None = None  # the reasoning or message item being written
+        self._texts: dict[int, list[str]] = {}  # output_index -> its text so far
+        self._calls: dict[int, int] = {}  # chat tool-call index -> output_index
+        self._done: set[int] = set()
+        self._invalid: set[str] = set()  # call ids the policy found invalid
+        self._finish: str | None = None
+        self._usage: dict[str, Any] | None = None
+
+    def start(self) -> list[Event]:
+        return [
+            self._event("response.created", response=dict(self.response)),
+            self._event("response.in_progress", response=dict(self.response)),
+        ]
+
+    def chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+        events: list[Event] = []
+        usage = usage_of(chunk.get("usage"))
+        if usage is not None:
+            self._usage = usage
+        for choice in chunk.get("choices") or ():
+            if (choice.get("index") or 0) != 0:
+                continue  # the Responses API has one choice
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                events += self._text("reasoning", reasoning)
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                events += self._text("message", content)
+            for call in delta.get("tool_calls") or ():
+                events += self._call(call)
+            for invalid in delta.get("invalid_tool_calls") or ():
+                if isinstance(invalid, Mapping) and invalid.get("id"):
+                    self._invalid.add(str(invalid["id"]))
+            if choice.get("finish_reason"):
+                self._finish = choice["finish_reason"]
+        return events
+
+    def finish(self) -> list[Event]:
+        """The reply is over: every item done, and `response.completed` (or `.incomplete`)."""
+        # An empty answer is an empty message.
+        events = self._open_text("message") if not self._output else []
+        events += self._close_open()
+        for index in sorted(self._calls.values()):
+            item = self._output[index]
+            if item["call_id"] in self._invalid:
+                item["status"] = "incomplete"
+            events += self._close_call(index)
+        self.response["output"] = self.output
+        self.response["usage"] = self._usage
+        finished(self.response, self._finish)
+        kind = f"response.{self.response['status']}"  # completed or incomplete
+        events.append(self._event(kind, response=self.response))
+        return events
+
+    def fail(self, message: str, code: str) -> list[Event]:
+        """The reply broke off: `response.failed`, with what was done of it."""
+        self.response["status"] = "failed"
+        self.response["error"] = {"code": "server_error", "message": f"{message} ({code})"}
+        self.response["output"] = [item for i, item in enumerate(self._output) if i in self._done]
+        self.response["usage"] = self._usage
+        return [self._event("response.failed", response=self.response)]
+
+    @property
+    def output(self) -> list[Item]:
+        """The response's output: what it streamed, less the invalid calls."""
+        return [
+            item
+            for item in self._output
+            if not (item["type"] == "function_call" and item["call_id"] in self._invalid)
+        ]
+
+    # -- items --------------------------------------------------------------------------------
+
+    def _text(self, kind: str, text: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._output[self._open]["type"] != kind:
+            events += self._close_open()
+            events += self._open_text(kind)
+        index = self._open
+        assert index is not None
+        self._texts[index].append(text)
+        item_id = self._output[index]["id"]
+        if kind == "message":
+            events.append(
+                self._event(
+                    "response.output_text.delta",
+                    item_id=item_id,
+                    output_index=index,
+                    content_index=0,
+                    delta=text,
+                    logprobs=[],
+                )
+            )
+        else:
+            events.append(
+                self._event(
+                    "response.reasoning_text.delta",
+                    item_id=item_id,
+                    output_index=index,
+                    content_index=0,
+                    delta=text,
+                )
+            )
+        return events
+
+    def _open_text(self, kind: str) -> list[Event]:
+        index = len(self._output)
+        if kind == "message":
+            item = message_item("", status="in_progress")
+            part: dict[str, Any] = _output_text_part("")
+        else:
+            item = reasoning_item("", status="in_progress")
+            part = {"type": "reasoning_text", "text": ""}
+        self._output.append(item)
+        self._texts[index] = []
+        self._open = index
+        return [
+            self._event("response.output_item.added", output_index=index, item=dict(item)),
+            self._event(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            ),
+        ]
+
+    def _close_open(self) -> list[Event]:
+        index = self._open
+        if index is None:
+            return []
+        self._open = None
+        self._done.add(index)
+        item = self._output[index]
+        text = "".join(self._texts.pop(index))
+        common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        if item["type"] == "message":
+            part = _output_text_part(text)
+            done = self._event("response.output_text.done", **common, text=text, logprobs=[])
+            item = self._output[index] = message_item(text, item["id"])
+        else:
+            part = {"type": "reasoning_text", "text": text}
+            done = self._event("response.reasoning_text.done", **common, text=text)
+            item = self._output[index] = reasoning_item(text, item["id"])
+        return [
+            done,
+            self._event("response.content_part.done", **common, part=part),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+    def _call(self, call: Mapping[str, Any]) -> list[Event]:
+        events: list[Event] = []
+        position = call.get("index", len(self._calls))
+        function = call.get("function") or {}
+        index = self._calls.get(position)
+        if index is None:
+            events += self._close_open()
+            index = self._calls[position] = len(self._output)
+            item = call_item(
+                call.get("id") or new_id("call"),
+                function.get("name") or "",
+                "",
+                self.request.namespaces,
+                status="in_progress",
+            )
+            self._output.append(item)
+            events.append(
+                self._event("response.output_item.added", output_index=index, item=dict(item))
+            )
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments and index not in self._done:
+            self._output[index]["arguments"] += arguments
+            events.append(
+                self._event(
+                    "response.function_call_arguments.delta",
+                    item_id=self._output[index]["id"],
+                    output_index=index,
+                    delta=arguments,
+                )
+            )
+        return events
+
+    def _close_call(self, index: int) -> list[Event]:
+        self._done.add(index)
+        item = self._output[index]
+        if item["status"] == "in_progress":
+            item["status"] = "completed"
+        return [
+            self._event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=item["arguments"],
+            ),
+            self._event("response.output_item.done", output_index=index, item=dict(item)),
+        ]
+
+    def _event(self, kind: str, **fields: Any) -> Event:
+        event = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        return event
+
+
+def sse(event: Event) -> bytes:
+    """One event on the wire, named as the Responses API names its events."""
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event['type']}\ndata: {data}\n\n".encode()
