@@ -44,15 +44,21 @@ def calculator(expression: str) -> str:
 
 
 def project_documents() -> list[TextNode]:
-    """The README, one node per section, and the cookbook scripts' descriptions.
+    """The README and the docs pages, one node per section, and the cookbook scripts'
+    descriptions.
 
     The nodes are made here rather than by a text splitter, so nothing needs a tokenizer or
     NLTK data.
     """
-    readme = (REPOSITORY / "README.md").read_text()
+    pages = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("**/*.md"))]
     nodes = [
-        TextNode(text=("## " + section) if number else section, metadata={"file": "README.md"})
-        for number, section in enumerate(readme.split("\n## "))
+        TextNode(
+            text=("## " + section) if number else section,
+            metadata={"file": page.relative_to(REPOSITORY).as_posix()},
+        )
+        for page in pages
+        if "reference" not in page.parts
+        for number, section in enumerate(page.read_text().split("\n## "))
     ]
     for script in sorted((REPOSITORY / "cookbook").glob("*.py")):
         text = script.read_text()
@@ -123,7 +129,7 @@ def main(args: argparse.Namespace) -> int:
             QueryEngineTool.from_defaults(
                 documents,
                 name="project_documents",
-                description="Answers questions about hermes-tools from its README and cookbook.",
+                description="Answers questions about hermes-tools from its documentation.",
             ),
         ],
         system_prompt="You are a careful assistant. Use the tools; do not guess.",

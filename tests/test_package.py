@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -94,6 +95,19 @@ def test_public_api_is_importable_from_the_top() -> None:
     ):
         assert hasattr(hermes_tools, name), name
     assert set(hermes_tools.__all__) <= set(dir(hermes_tools))
+
+
+def test_every_name_a_public_package_lists_imports() -> None:
+    for module in (
+        "hermes_tools.client",
+        "hermes_tools.langchain",
+        "hermes_tools.llama_index",
+        "hermes_tools.local",
+        "hermes_tools.serve",
+    ):
+        package = importlib.import_module(module)
+        for name in package.__all__:
+            assert hasattr(package, name), f"{module}.{name}"
 
 
 def test_py_typed_marker_ships() -> None:

@@ -26,7 +26,7 @@ class ToolCallingSettings(BaseModel):
     """Format options (see `hermes_tools.HermesFormat`) and the reply policy's."""
 
     syntax: Syntax = "json"
-    """Call syntax the prompt teaches: "json" or "qwen3_coder" (both are read)."""
+    """Call syntax the prompt teaches: "json", "qwen3_coder" or "pythonic" (all are read)."""
     call_tag: str = "tool_call"
     response_tag: str = "tool_response"
     instructions: str | None = None

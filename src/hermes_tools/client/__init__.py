@@ -7,7 +7,7 @@ from hermes_tools.client.wrapper import (
     HermesStream,
     wrap,
 )
-from hermes_tools.errors import IncompleteStreamError
+from hermes_tools.errors import IncompleteStreamError, UnsupportedFeatureError
 
 __all__ = [
     "AsyncHermesOpenAI",

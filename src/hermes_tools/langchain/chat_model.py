@@ -50,7 +50,7 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
         ```python
         from hermes_tools.langchain import ChatHermes
 
-        model = ChatHermes(model="qwen2.5-7b-instruct", base_url="http://localhost:8000/v1")
+        model = ChatHermes(model="google/gemma-3-4b-it", base_url="http://localhost:8000/v1")
         model.bind_tools([get_weather]).invoke("Weather in Oslo?").tool_calls
         ```
     """

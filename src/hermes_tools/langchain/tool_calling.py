@@ -113,7 +113,9 @@ def with_tool_calling(model: BaseChatModel, **options: Any) -> ChatModelWithTool
         from langchain_community.chat_models import ChatLlamaCpp
         from hermes_tools.langchain import with_tool_calling
 
-        model = with_tool_calling(ChatLlamaCpp(model_path="qwen2.5-coder-1.5b.gguf"))
+        # rope_freq_base=0: the GGUF's own (ChatLlamaCpp sends 10000 unless told)
+        llama = ChatLlamaCpp(model_path="qwen2.5-coder-1.5b.gguf", rope_freq_base=0)
+        model = with_tool_calling(llama)
         model.bind_tools([get_weather]).invoke("Weather in Oslo?").tool_calls
         ```
     """

@@ -33,7 +33,7 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
         ```python
         from hermes_tools.llama_index import HermesLLM
 
-        llm = HermesLLM(model="qwen2.5:7b", api_base="http://localhost:11434/v1")
+        llm = HermesLLM(model="gemma3", api_base="http://localhost:11434/v1")
         agent = FunctionAgent(tools=[get_weather], llm=llm)
         ```
     """

@@ -59,7 +59,9 @@ def with_tool_calling(llm: LLM, **options: Any) -> LLMWithToolCalling:
         from llama_index.llms.llama_cpp import LlamaCPP
         from hermes_tools.llama_index import with_tool_calling
 
-        llm = with_tool_calling(LlamaCPP(model_path="qwen2.5-coder-1.5b.gguf"))
+        # messages_to_prompt: the model's chat template (ChatML for Qwen2.5)
+        llama = LlamaCPP(model_path="qwen2.5-coder-1.5b.gguf", messages_to_prompt=chatml)
+        llm = with_tool_calling(llama)
         agent = FunctionAgent(tools=[get_weather], llm=llm)
         ```
     """
