@@ -247,9 +247,9 @@ def test_a_passed_through_answer_cut_short_is_cut_for_the_client_too(
 
 def test_the_command_logs_a_cut_answer_in_its_request_line_without_a_traceback() -> None:
     part = b'{"object": "list", "data": ['
-    upstream = RawUpstream(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n" + part
-    ).start()
+    cut = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n" + part
+    # One for the proxy's look at its upstream when it starts, one for the request.
+    upstream = RawUpstream(cut, cut).start()
     serve = ServeProcess("--upstream", upstream.base_url)
     try:
         serve.wait_until_healthy()
@@ -260,6 +260,7 @@ def test_the_command_logs_a_cut_answer_in_its_request_line_without_a_traceback()
         output = serve.stop()
         upstream.stop()
     assert "GET /v1/models status=200 error=upstream_cut" in output
+    assert "does not answer" in output  # the start check saw the cut answer too
     assert "Traceback" not in output
 
 
