@@ -2,12 +2,19 @@
 
     uv run python bench/model_eval.py --local qwen2.5-coder-1.5b,qwen2.5-coder-0.5b,smollm2-135m
     uv run python bench/model_eval.py --base-url http://localhost:11434/v1 --model qwen2.5:7b
+    uv run python bench/model_eval.py --local qwen2.5-coder-1.5b --in-process --prompts default
+    uv run python bench/model_eval.py --compare http.json in-process.json
 
 `--local` fetches and serves the named local models one after the other (see
 `hermes-tools local list`); `--base-url` / `--model` use any OpenAI-compatible endpoint. Every
 case of the suite (bench/evaluation/cases.py) runs under every prompt variant
 (bench/evaluation/prompts.py) at temperature 0, through `wrap()`, read by the same parser.
 Prints a table per model and writes every outcome and metric as JSON (`--json`).
+
+`--in-process` runs the `--local` models in this process instead: LangChain's `ChatLlamaCpp`
+on the same GGUF, set as the server runs it, through the same reply policy over the LangChain
+transport (bench/evaluation/in_process.py). `--compare` sets two saved reports side by side,
+case by case: verdict, calls, text, raw replies, prompts.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluation.cases import CASES, Case
 from evaluation.prompts import DEFAULT_RUN, VARIANTS
-from evaluation.runner import Outcome, run_case
+from evaluation.runner import Endpoint, Outcome, Target, run_case_on
 from evaluation.scoring import Rate, metrics, succeeded
 
 ROWS = [
@@ -54,21 +61,20 @@ ROWS = [
 ]
 
 
-def evaluate_endpoint(
-    base_url: str,
-    model: str,
-    api_key: str,
+def evaluate(
+    target: Target,
     variants: list[str],
     cases: list[Case],
     label: str,
     isolate: bool,
+    transport: str = "http",
 ) -> dict[str, Any]:
     ordered = sorted(cases, key=lambda c: [t["function"]["name"] for t in c.tools])
-    report: dict[str, Any] = {"model": model, "variants": {}}
+    report: dict[str, Any] = {"model": target.model, "transport": transport, "variants": {}}
     for name in variants:
         outcomes: list[Outcome] = []
         for case in ordered:
-            outcome = run_case(base_url, model, api_key, VARIANTS[name], case, isolate)
+            outcome = run_case_on(target, VARIANTS[name], case, isolate)
             outcomes.append(outcome)
             verdict = "ok " if succeeded(case, outcome) else "NO "
             print(
@@ -82,6 +88,61 @@ def evaluate_endpoint(
             "outcomes": [o.to_dict() for o in outcomes],
         }
     return report
+
+
+def compare(first: dict[str, Any], second: dict[str, Any]) -> tuple[str, int, int]:
+    """Two reports of one model, case by case: what differs, how many outcomes do, and how
+    many were compared (the cases both ran)."""
+    lines = []
+    differing = compared = 0
+    for variant in first["variants"]:
+        if variant not in second["variants"]:
+            continue
+        by_id = {case.id: case for case in CASES}
+        theirs = {o["case"]: o for o in second["variants"][variant]["outcomes"]}
+        for mine in first["variants"][variant]["outcomes"]:
+            other = theirs.get(mine["case"])
+            if other is None:
+                continue
+            compared += 1
+            case = by_id[mine["case"]]
+            verdicts = [succeeded(case, Outcome(**o)) for o in (mine, other)]
+            notes = [
+                key
+                for key in ("calls", "invalid_calls", "content", "raw_replies", "error")
+                if _comparable(mine, key) != _comparable(other, key)
+            ]
+            prompts = _prompts(mine, other)
+            if prompts:
+                notes.append(prompts)
+            if not notes and verdicts[0] == verdicts[1]:
+                continue
+            differing += 1
+            marks = "/".join("ok" if v else "NO" for v in verdicts)
+            lines.append(f"[{variant}] {mine['case']:22} {marks:5} differ: {', '.join(notes)}")
+            for o in (mine, other):
+                lines.append(f"    {' | '.join(repr(r[:100]) for r in o['raw_replies'])}")
+    return "\n".join(lines), differing, compared
+
+
+def _comparable(outcome: dict[str, Any], key: str) -> Any:
+    value = outcome.get(key)
+    if key == "calls":  # call ids are made up per reply
+        return [(c["name"], c["arguments"]) for c in value or []]
+    if key == "invalid_calls":
+        return [(c.get("name"), c.get("arguments"), c.get("error")) for c in value or []]
+    return value
+
+
+def _prompts(mine: dict[str, Any], other: dict[str, Any]) -> str:
+    a, b = mine.get("prompt_digests") or [], other.get("prompt_digests") or []
+    if not a or not b:
+        return ""
+    shared = min(len(a), len(b))
+    same = sum(1 for x, y in zip(a, b, strict=False) if x == y)
+    if same == shared and len(a) == len(b):
+        return ""
+    return f"prompts (same {same} of {len(a)} / {len(b)} requests)"
 
 
 def rescored(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -156,7 +217,26 @@ def main() -> int:
         "no case's outcome depends on the one before (llama.cpp's prompt cache); default: on "
         "with --local, off with --base-url",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the --local models in this process (ChatLlamaCpp through the reply policy "
+        "over the LangChain transport) instead of serving them over HTTP",
+    )
+    parser.add_argument(
+        "--llama-cpp-defaults",
+        action="store_true",
+        help="with --in-process: ChatLlamaCpp's own defaults (rope_freq_base=10000, "
+        "n_batch=8, ...) instead of the settings the server runs with",
+    )
     parser.add_argument("--json", type=Path, help="write the whole report here")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        nargs=2,
+        metavar="JSON",
+        help="two saved reports of the same models, case by case",
+    )
     parser.add_argument(
         "--rescore",
         type=Path,
@@ -164,6 +244,8 @@ def main() -> int:
         help="print the tables of a saved report, scored by this version of the scoring",
     )
     args = parser.parse_args()
+    if args.compare:
+        return _print_comparison(*args.compare)
     if args.rescore:
         for report in rescored(json.loads(args.rescore.read_text())):
             print(table(report) + "\n")
@@ -179,6 +261,10 @@ def main() -> int:
         parser.error(f"no case matches {args.cases!r}")
     if not args.local and not args.base_url:
         parser.error("give --local MODELS, or --base-url (or OPENAI_BASE_URL)")
+    if args.in_process and not args.local:
+        parser.error("--in-process runs --local models")
+    if args.llama_cpp_defaults and not args.in_process:
+        parser.error("--llama-cpp-defaults goes with --in-process")
 
     isolate = bool(args.local) if args.isolate is None else args.isolate
     started = time.monotonic()
@@ -191,25 +277,68 @@ def main() -> int:
         if args.json:
             args.json.write_text(json.dumps(_jsonable(reports), indent=1))
 
-    if args.local:
+    if args.local and args.in_process:
+        from evaluation.in_process import InProcessModel, chat_llama_cpp
+        from hermes_tools.local import ensure_model, find_model
+
+        for name in args.local.split(","):
+            gguf = ensure_model(find_model(name))
+            parity = not args.llama_cpp_defaults
+            target = InProcessModel(chat_llama_cpp(gguf, parity=parity), name)
+            kind = "in-process" if parity else "in-process, ChatLlamaCpp defaults"
+            try:
+                done(evaluate(target, variants, cases, f"{name} {kind}", isolate, kind))
+            finally:
+                target.close()
+    elif args.local:
         from hermes_tools.local import start_local_model
 
         for name in args.local.split(","):
             with start_local_model(name) as server:
-                done(
-                    evaluate_endpoint(server.base_url, name, "none", variants, cases, name, isolate)
-                )
+                done(evaluate(Endpoint(server.base_url, name), variants, cases, name, isolate))
     else:
-        done(
-            evaluate_endpoint(
-                args.base_url, args.model, args.api_key, variants, cases, args.model, isolate
-            )
-        )
+        endpoint = Endpoint(args.base_url, args.model, args.api_key)
+        done(evaluate(endpoint, variants, cases, args.model, isolate))
     print(
         f"{len(cases)} cases x {len(variants)} prompts x {len(reports)} models, temperature 0, "
         f"{time.monotonic() - started:.0f} s in all"
     )
     return 0
+
+
+def _print_comparison(first_path: Path, second_path: Path) -> int:
+    firsts, seconds = (json.loads(path.read_text()) for path in (first_path, second_path))
+    for first in firsts:
+        second = next((r for r in seconds if r["model"] == first["model"]), None)
+        if second is None:
+            continue
+        text, differing, total = compare(first, second)
+        kinds = f"{first.get('transport', 'http')} / {second.get('transport', 'http')}"
+        print(f"{first['model']} ({kinds}): {differing} of {total} outcomes differ")
+        if text:
+            print(text)
+        first, second = rescored(_on_shared_cases(first, second))
+        for name in first["variants"]:
+            print(f"\n| {name} | {first_path.name} | {second_path.name} |\n| --- | ---: | ---: |")
+            for key, label in ROWS:
+                cells = [_cell(r["variants"][name]["metrics"][key]) for r in (first, second)]
+                print(f"| {label} | {cells[0]} | {cells[1]} |")
+    return 0
+
+
+def _on_shared_cases(*reports: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reports cut to the variants and cases they all ran, to be scored alike."""
+    names = [n for n in reports[0]["variants"] if all(n in r["variants"] for r in reports)]
+    cut = []
+    for report in reports:
+        variants = {}
+        for name in names:
+            ran = [{o["case"] for o in r["variants"][name]["outcomes"]} for r in reports]
+            shared = set.intersection(*ran)
+            outcomes = [o for o in report["variants"][name]["outcomes"] if o["case"] in shared]
+            variants[name] = {"outcomes": outcomes}
+        cut.append({**report, "variants": variants})
+    return cut
 
 
 if __name__ == "__main__":

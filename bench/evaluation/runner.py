@@ -1,13 +1,19 @@
-"""Running one case under one prompt variant, through `wrap()` over real HTTP, and recording
-everything the scorer needs: the calls, the text, each attempt's raw model output (repairs
-included), token counts and time."""
+"""Running one case under one prompt variant and recording everything the scorer needs: the
+calls, the text, each attempt's raw model output (repairs included), token counts and time.
+
+A case runs against a `Target`: an endpoint over real HTTP, through `wrap()` (`Endpoint`), or a
+model in this process through the same reply policy (`evaluation.in_process`). Both hand the
+case a client with `chat.completions.create` and record each request the model answers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from openai import OpenAI
@@ -36,62 +42,121 @@ class Outcome:
     prompt_tokens: int | None = None  # first request
     seconds: float = 0.0
     error: str | None = None
+    # Each request's messages as the model's chat template reads them (role and text), hashed:
+    # two runs whose digests agree sent the model the same prompts.
+    prompt_digests: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+@dataclass
+class Recording:
+    """What the model was asked and answered, request by request, during one case."""
+
+    replies: list[str] = field(default_factory=list)
+    prompt_tokens: list[int] = field(default_factory=list)
+    prompt_digests: list[str] = field(default_factory=list)
+
+    def request(self, messages: Sequence[Any]) -> None:
+        self.prompt_digests.append(prompt_digest(messages))
+
+    def completion(self, body: dict[str, Any]) -> None:
+        for choice in body.get("choices") or []:
+            self.replies.append((choice.get("message") or {}).get("content") or "")
+        usage = body.get("usage") or {}
+        if isinstance(usage.get("prompt_tokens"), int):
+            self.prompt_tokens.append(usage["prompt_tokens"])
+
+
+def prompt_digest(messages: Sequence[Any]) -> str:
+    """The messages as a chat template reads them: role and text, in order."""
+    seen = [[m.get("role"), m.get("content")] for m in messages]
+    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:16]
+
+
+class Target(Protocol):
+    """Where the cases run: `model` names it in requests and reports."""
+
+    model: str
+
+    def forget_prefix(self) -> None: ...
+
+    def client(self, fmt: HermesFormat) -> Any:
+        """A context manager giving `(client, recording)` for one case."""
+        ...
+
+
 class _Recorder(httpx.BaseTransport):
-    """Keeps each chat completion's raw reply text and usage as it passes by."""
+    """Keeps each chat completion's prompt, raw reply text and usage as it passes by."""
 
     def __init__(self) -> None:
         self._inner = httpx.HTTPTransport()
-        self.replies: list[str] = []
-        self.prompt_tokens: list[int] = []
+        self.recording = Recording()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self._inner.handle_request(request)
         if request.url.path.endswith("/chat/completions") and response.status_code == 200:
+            self.recording.request(json.loads(request.content)["messages"])
             response.read()
-            body = response.json()
-            for choice in body.get("choices") or []:
-                self.replies.append((choice.get("message") or {}).get("content") or "")
-            usage = body.get("usage") or {}
-            if isinstance(usage.get("prompt_tokens"), int):
-                self.prompt_tokens.append(usage["prompt_tokens"])
+            self.recording.completion(response.json())
         return response
 
     def close(self) -> None:
         self._inner.close()
 
 
+@dataclass
+class Endpoint:
+    """An OpenAI-compatible endpoint over HTTP, reached through `wrap()`."""
+
+    base_url: str
+    model: str
+    api_key: str = "none"
+
+    def forget_prefix(self) -> None:
+        forget_prefix(self.base_url, self.model, self.api_key)
+
+    @contextmanager
+    def client(self, fmt: HermesFormat) -> Iterator[tuple[Any, Recording]]:
+        recorder = _Recorder()
+        http = httpx.Client(transport=recorder, timeout=600)
+        try:
+            openai = OpenAI(
+                base_url=self.base_url, api_key=self.api_key, http_client=http, max_retries=0
+            )
+            yield wrap(openai, fmt), recorder.recording
+        finally:
+            http.close()
+
+
 def run_case(
     base_url: str, model: str, api_key: str, variant: Variant, case: Case, isolate: bool = False
 ) -> Outcome:
+    """One case over HTTP through `wrap()` (see `run_case_on`)."""
+    return run_case_on(Endpoint(base_url, model, api_key), variant, case, isolate)
+
+
+def run_case_on(target: Target, variant: Variant, case: Case, isolate: bool = False) -> Outcome:
     """`isolate`: first send a request that shares nothing with the case's (see
     `forget_prefix`), so that its outcome does not depend on the case run before it."""
-    recorder = _Recorder()
-    http = httpx.Client(transport=recorder, timeout=600)
     if isolate:
-        forget_prefix(base_url, model, api_key)
+        target.forget_prefix()
     outcome = Outcome(case.id, variant.name)
     options = dict(variant.format_options)
     if case.syntax is not None:
         options["syntax"] = case.syntax
-    client = wrap(
-        OpenAI(base_url=base_url, api_key=api_key, http_client=http, max_retries=0),
-        HermesFormat(**options),
-    )
-    started = time.perf_counter()
-    try:
-        _converse(client, model, variant, case, outcome)
-    except Exception as exc:  # a failed case is a result, not the end of the run
-        outcome.error = f"{type(exc).__name__}: {exc}"
-    outcome.seconds = time.perf_counter() - started
-    outcome.raw_replies = recorder.replies
-    outcome.requests = len(recorder.replies)
-    outcome.prompt_tokens = recorder.prompt_tokens[0] if recorder.prompt_tokens else None
-    http.close()
+    with target.client(HermesFormat(**options)) as (client, recording):
+        started = time.perf_counter()
+        try:
+            _converse(client, target.model, variant, case, outcome)
+        except Exception as exc:  # a failed case is a result, not the end of the run
+            outcome.error = f"{type(exc).__name__}: {exc}"
+        outcome.seconds = time.perf_counter() - started
+    outcome.raw_replies = recording.replies
+    outcome.requests = len(recording.replies)
+    outcome.prompt_tokens = recording.prompt_tokens[0] if recording.prompt_tokens else None
+    outcome.prompt_digests = recording.prompt_digests
     return outcome
 
 
@@ -118,7 +183,7 @@ def forget_prefix(base_url: str, model: str, api_key: str) -> None:
 def _converse(client: Any, model: str, variant: Variant, case: Case, outcome: Outcome) -> None:
     messages = list(case.messages)
     steps = case.max_steps if case.kind == "agent" else 1
-    for _ in range(steps):
+    for step in range(steps):
         request: dict[str, Any] = {
             "model": model,
             "messages": messages,
@@ -143,7 +208,12 @@ def _converse(client: Any, model: str, variant: Variant, case: Case, outcome: Ou
         outcome.content = message.content or ""
         if case.kind != "agent" or not outcome.calls:
             return
-        messages.append(message.model_dump(exclude_none=True))
+        said = message.model_dump(exclude_none=True)
+        for index, (call, written) in enumerate(
+            zip(outcome.calls, said["tool_calls"], strict=True)
+        ):
+            call["id"] = written["id"] = stable_call_id(case, step, index)
+        messages.append(said)
         for call in outcome.calls:
             messages.append(
                 {
@@ -152,6 +222,14 @@ def _converse(client: Any, model: str, variant: Variant, case: Case, outcome: Ou
                     "content": run_tool(call["name"], call["arguments"]),
                 }
             )
+
+
+def stable_call_id(case: Case, step: int, index: int) -> str:
+    """A call id like the parser's (`call_` and 24 hex digits), the same in every run. The
+    next step's prompt writes the ids back with the tool results; the parser's are random, so
+    two runs of an agent case would otherwise send the model different prompts."""
+    digest = hashlib.sha256(f"{case.id}/{step}/{index}".encode()).hexdigest()
+    return f"call_{digest[:24]}"
 
 
 def _load(arguments: str) -> Any:
