@@ -332,8 +332,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_toml(holding: str) -> str:
-    """The README's TOML block that holds `holding`."""
-    text = (ROOT / "README.md").read_text()
+    """The proxy page's TOML block that holds `holding`."""
+    text = (ROOT / "docs" / "proxy.md").read_text()
     (block,) = [b for b in re.findall(r"```toml\n(.*?)```", text, re.DOTALL) if holding in b]
     return str(block)
 

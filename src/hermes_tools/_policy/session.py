@@ -142,6 +142,8 @@ class ReplySession:
             "model": request.get("model") or "",
         }
         self._told: set[str] = set()  # the metadata keys the model's replies gave
+        self._envelope_of_chunks: dict[str, Any] | None = None  # built again when it changes
+        self._stopped = 0  # the attempt's choices that reached a stop sequence
         self._usage: dict[str, Any] | None = None
         self._announced: set[int] = set()
         self._original = dict(request)
@@ -181,7 +183,7 @@ class ReplySession:
     def cut_off(self) -> bool:
         """Every choice of the attempt reached a stop sequence: nothing more it sends counts,
         so a transport may stop reading it."""
-        return bool(self._cutters) and all(cutter.stopped for cutter in self._cutters.values())
+        return self._stopped > 0 and self._stopped == len(self._cutters)
 
     # -- streamed -----------------------------------------------------------------------------
 
@@ -283,6 +285,8 @@ class ReplySession:
         content = part.get("content")
         if isinstance(content, str) and content and not cutter.stopped:
             deltas += reply.text(cutter.feed(content))
+            if cutter.stopped:
+                self._stopped += 1
         finish = choice.get("finish_reason")
         if cutter.stopped:
             finish = "stop"  # as a server reports a stop sequence
@@ -405,6 +409,7 @@ class ReplySession:
         self._ask = ask
         self._attempt += 1
         self._cutters.clear()
+        self._stopped = 0
         self._finish.clear()
         return True
 
@@ -517,19 +522,24 @@ class ReplySession:
         return reply
 
     def _remember_metadata(self, response: Mapping[str, Any]) -> None:
+        if len(self._told) == len(_METADATA):
+            return  # all told: the first chunk usually tells them all
         for key in _METADATA:
             value = response.get(key)
             if key not in self._told and value is not None:
                 self._told.add(key)
                 self._metadata[key] = value
+                self._envelope_of_chunks = None
 
     def _envelope(self, kind: str) -> dict[str, Any]:
         known = {k: v for k, v in self._metadata.items() if v is not None}
         return {**known, "object": kind}
 
     def _chunk(self, index: int, delta: Delta, finish: str | None = None) -> Chunk:
+        if self._envelope_of_chunks is None:
+            self._envelope_of_chunks = self._envelope("chat.completion.chunk")
         return {
-            **self._envelope("chat.completion.chunk"),
+            **self._envelope_of_chunks,
             "choices": [
                 {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
             ],

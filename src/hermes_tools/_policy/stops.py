@@ -12,11 +12,12 @@ from collections.abc import Sequence
 
 
 class StopCutter:
-    __slots__ = ("_held", "_longest", "_sequences", "stopped")
+    __slots__ = ("_firsts", "_held", "_longest", "_sequences", "stopped")
 
     def __init__(self, sequences: Sequence[str]) -> None:
         self._sequences = tuple(s for s in sequences if s)
         self._longest = max((len(s) for s in self._sequences), default=0)
+        self._firsts = frozenset(s[0] for s in self._sequences)
         self._held = ""
         self.stopped = False
 
@@ -26,6 +27,8 @@ class StopCutter:
             return ""
         if not self._sequences:
             return text
+        if not self._held and self._firsts.isdisjoint(text):
+            return text  # no stop sequence can start in it (most chunks)
         window = self._held + text
         cut = min((at for at in (window.find(s) for s in self._sequences) if at >= 0), default=-1)
         if cut >= 0:
