@@ -12,13 +12,14 @@ from collections.abc import Sequence
 
 
 class StopCutter:
-    __slots__ = ("_held", "_longest", "_sequences", "stopped")
+    __slots__ = ("_held", "_longest", "_sequences", "sequence", "stopped")
 
     def __init__(self, sequences: Sequence[str]) -> None:
         self._sequences = tuple(s for s in sequences if s)
         self._longest = max((len(s) for s in self._sequences), default=0)
         self._held = ""
         self.stopped = False
+        self.sequence: str | None = None  # the stop sequence the text was cut at
 
     def feed(self, text: str) -> str:
         """The part of `text` (after what was held) that is before any stop sequence."""
@@ -27,8 +28,9 @@ class StopCutter:
         if not self._sequences:
             return text
         window = self._held + text
-        cut = min((at for at in (window.find(s) for s in self._sequences) if at >= 0), default=-1)
-        if cut >= 0:
+        found = [(at, s) for s in self._sequences if (at := window.find(s)) >= 0]
+        if found:
+            cut, self.sequence = min(found, key=lambda match: match[0])
             self.stopped = True
             self._held = ""
             return window[:cut]

@@ -17,6 +17,10 @@ Settings come from the command line and an optional TOML config file:
     match = "qwen3-coder*"
     syntax = "qwen3_coder"
 
+    [[models]]                # clients that send their own model names (Claude Code)
+    match = "claude-*"
+    upstream_model = "qwen2.5-coder-1.5b"   # the name the upstream gets instead
+
 Everything is checked when the proxy starts, so a typo stops it with a message rather than
 failing requests later. uvicorn starts each worker by importing the app, so the settings travel
 to the workers as JSON in an environment variable.
@@ -51,8 +55,15 @@ OPTION_TYPES: dict[str, type] = {
     "native_tools": str,
     "repair_attempts": int,
     "parse_without_tools": bool,
+    "upstream_model": str,
 }
-_NOT_FORMAT = ("repair_attempts", "parse_without_tools", "check_grounding", "native_tools")
+_NOT_FORMAT = (
+    "repair_attempts",
+    "parse_without_tools",
+    "check_grounding",
+    "native_tools",
+    "upstream_model",
+)
 _CONFIG_KEYS = ("upstream", "timeout", "format", "models")
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
 
@@ -66,6 +77,8 @@ class EndpointOptions:
     parse_without_tools: bool = False
     check_grounding: bool = True
     native_tools: str = "never"
+    # The model name the upstream gets for the requests this covers (None: the client's).
+    upstream_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,16 @@ class ServeSettings:
             if rule.matches(model):
                 return number
         return 0
+
+    def upstream_model(self, model: str) -> str:
+        """The model name the upstream gets for a request naming `model`: the `upstream_model`
+        of its rule (or of the format options), else `model` itself."""
+        return self.endpoints[self.endpoint_for(model)].upstream_model or model
+
+    def maps(self, model: str) -> bool:
+        """Whether the config says anything about `model`: a rule matches it, or the format
+        options give every model an `upstream_model`."""
+        return self.endpoint_for(model) != 0 or self.endpoints[0].upstream_model is not None
 
     @property
     def upstream_base(self) -> str:
@@ -169,6 +192,11 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
     repair_attempts = options.get("repair_attempts", 1)
     if repair_attempts < 0:
         raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
+    upstream_model = options.get("upstream_model")
+    if upstream_model is not None and not upstream_model.strip():
+        raise ServeConfigError(
+            f"upstream_model in {where} must name a model, not {upstream_model!r}."
+        )
     try:
         fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
     except HermesToolsError as exc:
@@ -179,6 +207,7 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
         options.get("parse_without_tools", False),
         options.get("check_grounding", True),
         native_tools,
+        upstream_model,
     )
 
 
