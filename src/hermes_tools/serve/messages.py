@@ -68,7 +68,7 @@ CHARS_PER_TOKEN = 4
 # upstream's Authorization where the client's key goes upstream at all).
 _ANTHROPIC_HEADERS = ("x-api-key", "anthropic-")
 _STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
-_ROLES = ("user", "assistant")
+_ROLES = ("user", "assistant", "system")
 _USER_BLOCKS = "text, image or tool_result"
 _ASSISTANT_BLOCKS = "text, tool_use, thinking or redacted_thinking"
 
@@ -158,10 +158,32 @@ def chat_request(body: Mapping[str, Any], *, upstream_model: str, whole: bool) -
     for name in ("max_tokens", "temperature", "top_p", "top_k"):
         if body.get(name) is not None:
             request[name] = body[name]  # top_k: not OpenAI's, taken by vLLM, llama.cpp, ...
+    answer_format = _answer_format(body)
+    if answer_format is not None:
+        request["response_format"] = answer_format
     if whole and body.get("stream") is True:
         request["stream"] = True
         request["stream_options"] = {"include_usage": True}
     return request
+
+
+def _answer_format(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A JSON answer (`output_config.format`, or the older `output_format`) as the
+    `response_format` the policy reads (the prompt asks for the JSON; it is read back)."""
+    config = body.get("output_config")
+    where, value = "output_config.format", None
+    if isinstance(config, dict):
+        value = config.get("format")
+    if value is None:
+        where, value = "output_format", body.get("output_format")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("type") != "json_schema":
+        raise _rejected(f"{where}.type", "must be 'json_schema'")
+    schema = value.get("schema")
+    if not isinstance(schema, dict):
+        raise _rejected(f"{where}.schema", "Field required")
+    return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema}}
 
 
 def _check_fields(body: Mapping[str, Any], whole: bool) -> None:
@@ -188,6 +210,7 @@ def _check_fields(body: Mapping[str, Any], whole: bool) -> None:
         "tools": ((list,), "an array"),
         "tool_choice": ((dict,), "an object"),
         "system": ((str, list), "a string or an array of text blocks"),
+        "output_config": ((dict,), "an object"),
     }
     for name, (types, said) in expected.items():
         value = body.get(name)
@@ -201,19 +224,17 @@ def _check_fields(body: Mapping[str, Any], whole: bool) -> None:
         raise _rejected("stop_sequences", "must be an array of non-empty strings")
 
 
-def _system(system: str | list[Any] | None) -> list[dict[str, Any]]:
+def _system(system: str | list[Any] | None, where: str = "system") -> list[dict[str, Any]]:
     if not system:
         return []
     if isinstance(system, str):
         return [{"role": "system", "content": system}]
     texts: list[str] = []
     for number, block in enumerate(system):
-        where = f"system.{number}"
+        at = f"{where}.{number}"
         if not isinstance(block, dict) or block.get("type") != "text":
-            raise _rejected(f"{where}.type", "system blocks must be text blocks")
-        if not isinstance(block.get("text"), str):
-            raise _rejected(f"{where}.text", "Field required")
-        texts.append(block["text"])
+            raise _rejected(f"{at}.type", "system blocks must be text blocks")
+        texts.append(_text(block, at))
     return [{"role": "system", "content": "\n\n".join(texts)}]
 
 
@@ -222,8 +243,12 @@ def _message(message: object, where: str, known_ids: set[str]) -> list[dict[str,
         raise _rejected(where, f"must be an object, not {_json_type(message)}")
     role = message.get("role")
     if role not in _ROLES:
-        raise _rejected(f"{where}.role", f"must be 'user' or 'assistant', not {role!r}")
+        raise _rejected(f"{where}.role", f"must be 'user', 'assistant' or 'system', not {role!r}")
     content = message.get("content")
+    if role == "system":  # a system message among the turns (Claude Code sends them)
+        if not isinstance(content, (str, list)):
+            raise _rejected(f"{where}.content", "must be a string or an array of text blocks")
+        return _system(content, f"{where}.content")
     if isinstance(content, str):
         return [{"role": role, "content": content}]
     if not isinstance(content, list):
@@ -455,14 +480,22 @@ def tool_use_id(call_id: str) -> str:
     return "toolu_" + call_id.removeprefix("call_")
 
 
-def stop_reason(finish: str | None, stop_sequence: str | None, made_calls: bool) -> str:
+def stop_fields(
+    finish: str | None, stop_sequence: str | None, made_calls: bool
+) -> dict[str, str | None]:
+    """`stop_reason` and `stop_sequence` for a reply that finished so."""
     if finish == "length":
-        return "max_tokens"
-    if made_calls:
-        return "tool_use"
-    if stop_sequence is not None:
-        return "stop_sequence"
-    return "end_turn"
+        reason = "max_tokens"
+    elif made_calls:
+        reason = "tool_use"
+    elif stop_sequence is not None:
+        reason = "stop_sequence"
+    else:
+        reason = "end_turn"
+    return {
+        "stop_reason": reason,
+        "stop_sequence": stop_sequence if reason == "stop_sequence" else None,
+    }
 
 
 def _arguments(text: str) -> dict[str, Any] | None:
@@ -531,8 +564,7 @@ def anthropic_message(
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": stop_reason(finish, stop_sequence, made_calls),
-        "stop_sequence": stop_sequence if not made_calls and finish != "length" else None,
+        **stop_fields(finish, stop_sequence, made_calls),
         "usage": _usage(completion.get("usage"), input_estimate, characters),
     }
     if invalid:
@@ -593,11 +625,7 @@ class MessageEvents:
 
     def finish(self, stop_sequence: str | None) -> list[Event]:
         out = self._end_call() + self._close()
-        made_calls = bool(self.call_ids)
-        delta: dict[str, Any] = {
-            "stop_reason": stop_reason(self._finish, stop_sequence, made_calls),
-            "stop_sequence": stop_sequence if not made_calls and self._finish != "length" else None,
-        }
+        delta: dict[str, Any] = stop_fields(self._finish, stop_sequence, bool(self.call_ids))
         if self.invalid:
             delta["invalid_tool_calls"] = self.invalid
         usage = _usage(self._usage, self.input_estimate, self._characters)
