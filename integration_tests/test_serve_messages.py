@@ -357,9 +357,7 @@ def test_claude_model_names_are_mapped_by_the_config(
     proxy = start_proxy(models=[{"match": "claude-*", "upstream_model": "qwen2.5-coder-1.5b"}])
     server.script("Hello.", "Hello again.")
     with sdk(proxy) as client:
-        message = client.messages.create(
-            model="claude-sonnet-9", max_tokens=64, messages=QUESTION
-        )
+        message = client.messages.create(model="claude-sonnet-9", max_tokens=64, messages=QUESTION)
     assert message.model == "claude-sonnet-9"
     # The chat front maps the name the same way.
     chat = httpx.post(

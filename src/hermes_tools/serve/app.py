@@ -1,4 +1,5 @@
-"""The proxy as an ASGI application: `/v1/chat/completions` through `wrap()`, the rest passed on.
+"""The proxy as an ASGI application: `/v1/chat/completions` through `wrap()`, Anthropic's
+`/v1/messages` through the same policy (see `messages`), the rest passed on.
 
 Stack, and why:
 - Starlette for routing, requests and the app's lifespan: small, typed, maintained by Encode

@@ -568,8 +568,12 @@ def anthropic_message(
         "usage": _usage(completion.get("usage"), input_estimate, characters),
     }
     if invalid:
-        result["invalid_tool_calls"] = invalid
+        result["invalid_tool_calls"] = _with_tool_use_ids(invalid)
     return result
+
+
+def _with_tool_use_ids(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**call, "id": tool_use_id(str(call.get("id") or ""))} for call in calls]
 
 
 class MessageEvents:
@@ -627,7 +631,7 @@ class MessageEvents:
         out = self._end_call() + self._close()
         delta: dict[str, Any] = stop_fields(self._finish, stop_sequence, bool(self.call_ids))
         if self.invalid:
-            delta["invalid_tool_calls"] = self.invalid
+            delta["invalid_tool_calls"] = _with_tool_use_ids(self.invalid)
         usage = _usage(self._usage, self.input_estimate, self._characters)
         out.append(("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
         out.append(("message_stop", {"type": "message_stop"}))
@@ -678,8 +682,7 @@ class MessageEvents:
         block = {"type": "tool_use", "id": self.call_ids[-1], "name": call["name"]}
         out.append(self._block_start({**block, "input": {}}))
         if arguments:
-            partial = json.dumps(arguments, ensure_ascii=False)
-            delta = {"type": "input_json_delta", "partial_json": partial}
+            delta = {"type": "input_json_delta", "partial_json": arguments_text}
             out.append(_event("content_block_delta", index=self._blocks - 1, delta=delta))
         out.append(_event("content_block_stop", index=self._blocks - 1))
         return out

@@ -430,7 +430,7 @@ def test_unusable_calls_are_listed_beside_the_message() -> None:
         {"role": "assistant", "content": "Hmm.", "invalid_tool_calls": invalid}, "stop"
     )
     message = anthropic_message(reply, model="m", stop_sequence=None, input_estimate=0)
-    assert message["invalid_tool_calls"] == invalid
+    assert message["invalid_tool_calls"] == [{**invalid[0], "id": "toolu_1"}]
     assert Message.model_validate(message).stop_reason == "end_turn"
 
 
@@ -579,7 +579,7 @@ def test_a_call_found_unusable_after_it_streamed_never_becomes_a_block() -> None
     validated(events)
     blocks = [d["content_block"] for n, d in events if n == "content_block_start"]
     assert [b["id"] for b in blocks] == ["toolu_1"]
-    assert events[-2][1]["delta"]["invalid_tool_calls"] == invalid
+    assert events[-2][1]["delta"]["invalid_tool_calls"] == [{**invalid[0], "id": "toolu_2"}]
 
 
 def test_a_stream_cut_at_a_stop_sequence_and_one_cut_by_max_tokens() -> None:
