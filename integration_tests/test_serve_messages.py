@@ -599,3 +599,40 @@ def test_a_client_that_leaves_a_stream_cancels_the_upstream(
     assert any(line.startswith("event: content_block_delta") for line in received)
     (upstream,) = server.requests
     assert wait_for(lambda: upstream.disconnected)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_call_that_turns_out_unusable_is_never_a_tool_use_block(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy], stream: bool
+) -> None:
+    # Without repairs a call streams as the model writes it; this one lacks `city`.
+    proxy = start_proxy(options={"repair_attempts": 0})
+    server.script(
+        Reply(
+            'Let me see. <tool_call>{"name": "get_weather", "arguments": {"town": "Paris"}}'
+            "</tool_call>",
+            chunks=3,
+        )
+    )
+    request: dict[str, Any] = {
+        "model": "qwen",
+        "max_tokens": 100,
+        "messages": QUESTION,
+        "tools": [WEATHER],
+    }
+    with sdk(proxy) as client:
+        if stream:
+            with client.messages.stream(**request) as events:
+                deltas = [event.delta for event in events if event.type == "message_delta"]
+                message = events.get_final_message()
+            extra = deltas[0].model_extra
+        else:
+            message = client.messages.create(**request)
+            extra = message.model_extra
+    assert [block.type for block in message.content] == ["text"]
+    assert message.stop_reason == "end_turn"
+    assert extra is not None
+    (invalid,) = extra["invalid_tool_calls"]
+    assert invalid["name"] == "get_weather"
+    assert invalid["id"].startswith("toolu_")
+    assert "city" in invalid["error"]
