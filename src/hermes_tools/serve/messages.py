@@ -67,7 +67,6 @@ CHARS_PER_TOKEN = 4
 # Request headers that are Anthropic's and mean nothing upstream (the key is turned into the
 # upstream's Authorization where the client's key goes upstream at all).
 _ANTHROPIC_HEADERS = ("x-api-key", "anthropic-")
-_STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens"}
 _ROLES = ("user", "assistant", "system")
 _USER_BLOCKS = "text, image or tool_result"
 _ASSISTANT_BLOCKS = "text, tool_use, thinking or redacted_thinking"
@@ -881,9 +880,9 @@ class Messages(_MessagesHandler):
             await _relay(exc, responder, self)
             return
         chunks = astream_reply(session, transport, achunks(first))
-        await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
-        await responder.body(sse(events.start()))
         try:
+            await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+            await responder.body(sse(events.start()))
             async for chunk in chunks:
                 out = events.chunk(chunk)
                 if out:
