@@ -637,17 +637,11 @@ def test_the_session_says_which_of_the_callers_stop_sequences_ended_the_reply() 
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     base = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
 
-    def ended(body: dict[str, Any], reply: str, choice: dict[str, Any] | None = None) -> str | None:
+    def ended(body: dict[str, Any], text: str, choice: dict[str, Any] | None = None) -> str | None:
         session = ReplySession(body, HermesFormat(), 0)
-        message = {"role": "assistant", "content": reply}
-        session.completion(
-            completion(message, "stop")
-            | {
-                "choices": [
-                    {"index": 0, "message": message, "finish_reason": "stop", **(choice or {})}
-                ]
-            }
-        )
+        reply = completion({"role": "assistant", "content": text}, "stop")
+        reply["choices"][0].update(choice or {})
+        session.completion(reply)
         return session.stop_sequence()
 
     assert ended({**base, "stop": ["END"]}, "one END two") == "END"  # cut here
