@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest.mock import ANY
 
 import anthropic
 import httpx
@@ -18,6 +19,7 @@ from anthropic.types import Message, RawMessageStreamEvent
 from anthropic.types.shared import ErrorResponse
 
 from endpoint_helpers import PARALLEL_CALLS
+from hermes_tools.serve import messages
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy, wait_for
 
@@ -636,3 +638,55 @@ def test_a_call_that_turns_out_unusable_is_never_a_tool_use_block(
     assert invalid["name"] == "get_weather"
     assert invalid["id"].startswith("toolu_")
     assert "city" in invalid["error"]
+
+
+# -- keeping a slow stream alive ------------------------------------------------------------------
+
+
+@pytest.fixture
+def quick_pings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(messages, "PING_SECONDS", 0.1)
+
+
+@pytest.mark.usefixtures("quick_pings")
+def test_a_silent_upstream_gets_pings_and_a_slow_first_byte_does_not_hold_the_stream(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(
+        Reply("Slow but sure.", chunks=5, interval=0.35),
+        Reply("Late start.", delay=0.6),
+        Reply("Late start.", delay=0.6),
+    )
+    slow = raw_events(proxy)
+    checked(slow)
+    names = [name for name, _ in slow]
+    deltas = [n for n, (name, _) in enumerate(slow) if name == "content_block_delta"]
+    assert "ping" in names[deltas[0] : deltas[-1]]  # between the pieces of the reply
+    late = raw_events(proxy)
+    checked(late)
+    names = [name for name, _ in late]
+    assert names[:3] == ["message_start", "ping", "ping"]  # before the upstream answered
+    assert "".join(d["delta"].get("text", "") for n, d in late if n == "content_block_delta") == (
+        "Late start."
+    )
+    with (
+        sdk(proxy) as client,
+        client.messages.stream(model="qwen", max_tokens=50, messages=QUESTION) as stream,
+    ):
+        text = "".join(stream.text_stream)
+    assert text == "Late start."
+
+
+@pytest.mark.usefixtures("quick_pings")
+def test_an_upstream_that_fails_after_the_stream_began_ends_it_with_an_error_event(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(Reply("it broke late", status=500, delay=0.5))
+    events = raw_events(proxy)
+    checked(events)
+    assert [name for name, _ in events][:2] == ["message_start", "ping"]
+    assert events[-1] == (
+        "error",
+        {"type": "error", "error": {"type": "api_error", "message": ANY}},
+    )
+    assert "it broke late" in events[-1][1]["error"]["message"]

@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 import openai
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from openai import AsyncOpenAI, AsyncStream, Omit
 from openai.types.chat import ChatCompletionChunk
 from starlette.requests import Request
@@ -62,6 +63,8 @@ from hermes_tools.serve.validation import parse_body
 
 Event = tuple[str, dict[str, Any]]  # an SSE event's name and data
 
+# Seconds of silence from the upstream after which a stream gets a `ping` event.
+PING_SECONDS = 10.0
 # Characters per token for the estimates (count_tokens, and usage a server does not report).
 CHARS_PER_TOKEN = 4
 # Request headers that are Anthropic's and mean nothing upstream (the key is turned into the
@@ -864,10 +867,73 @@ class Messages(_MessagesHandler):
         model: str,
         responder: _Responder,
     ) -> None:
+        """The reply as Messages events. The upstream is read in a task of its own, so that a
+        `ping` goes out whenever it is silent for `PING_SECONDS` (a small model reading Claude
+        Code's prompt is silent for minutes; idle connections are cut by clients and load
+        balancers). Its first request is made before the answer starts, so that its failure
+        comes back as an HTTP status, unless it takes longer than that."""
         exchange = responder.exchange
         events = MessageEvents(model, estimated_tokens(session.request()["messages"]))
-        # The first request is made before the answer starts, so that its failure comes back
-        # as an HTTP status (as `wrap()` does it).
+        sender: MemoryObjectSendStream[_Item]
+        receiver: MemoryObjectReceiveStream[_Item]
+        sender, receiver = anyio.create_memory_object_stream(1)
+
+        async def start() -> None:
+            if not responder.started:
+                await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+                await responder.body(sse(events.start()))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(_read_upstream, session, transport, sender)
+            try:
+                while True:
+                    with anyio.move_on_after(PING_SECONDS) as waited:
+                        try:
+                            kind, value = await receiver.receive()
+                        except anyio.EndOfStream:
+                            break
+                    if waited.cancelled_caught:
+                        await start()
+                        await responder.body(sse([_PING]))
+                        continue
+                    if kind == "failed" and not responder.started:
+                        assert isinstance(value, Exception)
+                        await _relay(value, responder, self)
+                        return
+                    await start()
+                    if kind == "failed":
+                        assert isinstance(value, Exception)
+                        body, exchange.error = _stream_failure(value, self.settings)
+                        message = json.loads(body)["error"].get("message") or "The reply broke off."
+                        await responder.finish(
+                            sse([("error", error_data("api_error", str(message)))])
+                        )
+                        return
+                    assert isinstance(value, dict)
+                    out = events.chunk(value)
+                    if out:
+                        await responder.body(sse(out))
+                await start()
+                last = events.finish(session.stop_sequence())
+                _count(exchange, events.call_ids, events.invalid)
+                await responder.finish(sse(last))
+            finally:
+                group.cancel_scope.cancel()
+                receiver.close()
+
+
+# What the upstream reader hands the writer: ("chunk", a chunk) or ("failed", the exception).
+_Item = tuple[str, "dict[str, Any] | Exception"]
+
+
+async def _read_upstream(
+    session: ReplySession,
+    transport: _ProxyTransport,
+    sender: MemoryObjectSendStream[_Item],
+) -> None:
+    """Drive the policy over the upstream, handing on each chunk, then any failure."""
+    async with sender:
+        chunks: AsyncIterator[dict[str, Any]] | None = None
         try:
             try:
                 first = await transport.open(session.request())
@@ -876,28 +942,15 @@ class Messages(_MessagesHandler):
                     raise
                 session.native_refused()
                 first = await transport.open(session.request())
-        except Exception as exc:
-            await _relay(exc, responder, self)
-            return
-        chunks = astream_reply(session, transport, achunks(first))
-        try:
-            await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
-            await responder.body(sse(events.start()))
+            chunks = astream_reply(session, transport, achunks(first))
             async for chunk in chunks:
-                out = events.chunk(chunk)
-                if out:
-                    await responder.body(sse(out))
+                await sender.send(("chunk", chunk))
         except Exception as exc:
-            body, exchange.error = _stream_failure(exc, self.settings)
-            message = json.loads(body)["error"].get("message") or "The reply broke off."
-            await responder.finish(sse([("error", error_data("api_error", str(message)))]))
-        else:
-            last = events.finish(session.stop_sequence())
-            _count(exchange, events.call_ids, events.invalid)
-            await responder.finish(sse(last))
+            await sender.send(("failed", exc))
         finally:
-            with anyio.CancelScope(shield=True):
-                await chunks.aclose()  # type: ignore[attr-defined]
+            if chunks is not None:
+                with anyio.CancelScope(shield=True):
+                    await chunks.aclose()  # type: ignore[attr-defined]
 
 
 def _count(exchange: Exchange, calls: list[str], invalid: list[dict[str, Any]]) -> None:
