@@ -10,7 +10,8 @@ proxy's upstream client, under the `[[models]]` rules), and the policy's `chat.c
 `chat.completion.chunk` dicts come back as a `message` or as Messages stream events. The model
 name is mapped first (`upstream_model`): these clients send Anthropic's model names.
 
-The stream: `message_start`, a `ping`, then content blocks in the order the reply makes them
+The stream: `message_start`, a `ping` (and one whenever the upstream is silent for
+`PING_SECONDS`), then content blocks in the order the reply makes them
 (`thinking` from reasoning, `text`, `tool_use`), each `content_block_start` /
 `content_block_delta` / `content_block_stop`, then `message_delta` (stop reason, usage) and
 `message_stop`. Text and reasoning stream as they come. A `tool_use` block goes out when its
