@@ -340,7 +340,7 @@ def readme_toml(holding: str) -> str:
 
 def test_the_readmes_proxy_config_loads(tmp_path: Path) -> None:
     path = tmp_path / "serve.toml"
-    path.write_text(readme_toml("[[models]]"))
+    path.write_text(readme_toml('match = "gpt-*"'))
     loaded = load_config(str(path))
     settings = ServeSettings(UPSTREAM, options=loaded.options, models=loaded.models)
     assert settings.upstream_model("gpt-5-codex") == "qwen2.5-coder-7b-instruct"

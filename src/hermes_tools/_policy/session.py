@@ -105,6 +105,8 @@ class ReplySession:
             stop = with_stop(request.get("stop"), f"<{fmt.response_tag}>")
             self._upstream["stop"] = with_stop(stop, RESULT_HEAD)
         self._stops = stop_sequences(self._upstream.get("stop"))
+        self._caller_stops = frozenset(stop_sequences(request.get("stop")))
+        self._stopped_at: dict[int, str] = {}  # choice -> the caller's stop sequence it ended at
         if self._toolbox and self._choice.mode != "none":
             self._stops = list(dict.fromkeys([*self._stops, f"<{fmt.response_tag}>", RESULT_HEAD]))
         self._quoted = QuotedCalls(conversation_texts(messages))  # see `trust`
@@ -178,6 +180,12 @@ class ReplySession:
     def stop(self) -> list[str]:
         """The stop sequences the reply is cut at (also applied here, to the text)."""
         return list(self._stops)
+
+    def stop_sequence(self, index: int = 0) -> str | None:
+        """The caller's stop sequence the reply of choice `index` ended at, if it ended at
+        one: cut here, or reported by the server (vLLM's `stop_reason`, SGLang's
+        `matched_stop`). None when a server applied it without saying so."""
+        return self._stopped_at.get(index)
 
     @property
     def cut_off(self) -> bool:
@@ -253,7 +261,10 @@ class ReplySession:
             calls = [{"index": i, **call} for i, call in enumerate(message.get("tool_calls") or ())]
             index = choice.get("index") or 0
             self._take(
-                index, message, calls, {"finish_reason": choice.get("finish_reason") or "stop"}
+                index,
+                message,
+                calls,
+                {**choice, "finish_reason": choice.get("finish_reason") or "stop"},
             )
         _, ask_again = self._end_attempt()
         return ask_again
@@ -290,6 +301,12 @@ class ReplySession:
         finish = choice.get("finish_reason")
         if cutter.stopped:
             finish = "stop"  # as a server reports a stop sequence
+            if cutter.sequence in self._caller_stops:
+                self._stopped_at[index] = cutter.sequence
+        elif finish == "stop":
+            reported = choice.get("stop_reason", choice.get("matched_stop"))
+            if isinstance(reported, str) and reported in self._caller_stops:
+                self._stopped_at[index] = reported
         if finish is not None:
             if index not in self._finish:
                 deltas += reply.text(cutter.close())
@@ -411,6 +428,7 @@ class ReplySession:
         self._cutters.clear()
         self._stopped = 0
         self._finish.clear()
+        self._stopped_at.clear()
         return True
 
     def _attempt_written_back(self, attempt: ParseResult) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 
 class StopCutter:
-    __slots__ = ("_firsts", "_held", "_longest", "_sequences", "stopped")
+    __slots__ = ("_firsts", "_held", "_longest", "_sequences", "sequence", "stopped")
 
     def __init__(self, sequences: Sequence[str]) -> None:
         self._sequences = tuple(s for s in sequences if s)
@@ -20,6 +20,7 @@ class StopCutter:
         self._firsts = frozenset(s[0] for s in self._sequences)
         self._held = ""
         self.stopped = False
+        self.sequence: str | None = None  # the stop sequence the text was cut at
 
     def feed(self, text: str) -> str:
         """The part of `text` (after what was held) that is before any stop sequence."""
@@ -30,8 +31,9 @@ class StopCutter:
         if not self._held and self._firsts.isdisjoint(text):
             return text  # no stop sequence can start in it (most chunks)
         window = self._held + text
-        cut = min((at for at in (window.find(s) for s in self._sequences) if at >= 0), default=-1)
-        if cut >= 0:
+        found = [(at, s) for s in self._sequences if (at := window.find(s)) >= 0]
+        if found:
+            cut, self.sequence = min(found, key=lambda match: match[0])
             self.stopped = True
             self._held = ""
             return window[:cut]

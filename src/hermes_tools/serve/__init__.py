@@ -4,7 +4,8 @@ Any program that speaks the OpenAI chat API (an agent, an IDE assistant, a chat 
 another language) points at the proxy instead of the model's server, sends `tools` as it would
 to OpenAI, and gets native `tool_calls` back, streamed or not. Behind it, each
 `/v1/chat/completions` request goes through `wrap()`, the same code path Python users get;
-everything else is passed through to the upstream unchanged.
+Anthropic's `/v1/messages` (Claude Code, the `anthropic` SDK) is mapped onto the same reply
+policy; everything else is passed through to the upstream unchanged.
 
 Importing this package imports no server stack: `settings` and `command` are plain Python, and
 only `hermes_tools.serve.app` (built when the server starts) imports Starlette and httpx.

@@ -1,4 +1,5 @@
-"""The proxy as an ASGI application: `/v1/chat/completions` through `wrap()`, the rest passed on.
+"""The proxy as an ASGI application: `/v1/chat/completions` through `wrap()`, Anthropic's
+`/v1/messages` through the same policy (see `messages`), the rest passed on.
 
 Stack, and why:
 - Starlette for routing, requests and the app's lifespan: small, typed, maintained by Encode
@@ -265,6 +266,8 @@ def create_app(settings: ServeSettings) -> Starlette:
     def upstream() -> Upstream:
         return state["upstream"]
 
+    # The fronts for the other APIs build on this module: imported here, not at the top.
+    from hermes_tools.serve.messages import CountTokens, Messages
     from hermes_tools.serve.responses import Responses, ResponseStore, StoredResponse
 
     chat = ChatCompletions(settings, upstream)
@@ -274,6 +277,9 @@ def create_app(settings: ServeSettings) -> Starlette:
     return Starlette(
         routes=[
             Route("/health", _health, methods=["GET", "HEAD"]),
+            # Anthropic's Messages API (Claude Code, the anthropic SDK): see `messages`.
+            Route("/v1/messages", Messages(settings, upstream), methods=["POST"]),
+            Route("/v1/messages/count_tokens", CountTokens(settings, upstream), methods=["POST"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
             # Clients given the proxy's address without /v1 ask here; passed through, their
             # tools would silently reach an upstream that ignores them.
@@ -316,7 +322,7 @@ class _Handler:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         exchange = Exchange(scope["method"], scope["path"])
         token = _EXCHANGE.set(exchange)
-        responder = _Responder(send, exchange)
+        responder = self.responder(send, exchange)
         try:
             request = Request(scope, receive)
             if not self._authorized(request):
@@ -342,28 +348,38 @@ class _Handler:
             log.info(exchange.line())
 
     def _authorized(self, request: Request) -> bool:
+        """The proxy's own key, as OpenAI's clients send it (`Authorization: Bearer`) or as
+        Anthropic's do (`x-api-key`)."""
         key = self.settings.api_key
         if not key:
             return True
         given = request.headers.get("authorization", "")
         scheme, _, token = given.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            token.strip().encode(), key.encode()
-        )
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode()):
+            return True
+        other = request.headers.get("x-api-key")
+        return other is not None and hmac.compare_digest(other.strip().encode(), key.encode())
+
+    def responder(self, send: Send, exchange: Exchange) -> _Responder:
+        """What writes the answer: a front for another API writes errors in its own shape."""
+        return _Responder(send, exchange)
 
     async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
         raise NotImplementedError
 
     def forwarded_headers(self, request: Request) -> dict[str, str]:
+        # With a key of its own, the proxy's key is not the upstream's, whichever header
+        # brought it.
+        own_key = "x-api-key" if self.settings.api_key else None
         return {
             key: value
             for key, value in request.headers.items()
-            if key not in _NOT_FORWARDED and not key.startswith("x-stainless-")
+            if key not in _NOT_FORWARDED and not key.startswith("x-stainless-") and key != own_key
         }
 
 
 class _Responder:
-    """Sends one response, remembering how far it got."""
+    """Sends one response, remembering how far it got; errors in OpenAI's shape."""
 
     def __init__(self, send: Send, exchange: Exchange) -> None:
         self._send = send
@@ -474,10 +490,7 @@ class ChatCompletions(_Handler):
         await cancel_on_disconnect(receive, responder, work)
 
     def _create_arguments(self, body: dict[str, Any], request: Request) -> dict[str, Any]:
-        kwargs = {key: value for key, value in body.items() if key in _CREATE_PARAMETERS}
-        extra = {key: value for key, value in body.items() if key not in _CREATE_PARAMETERS}
-        if extra:
-            kwargs["extra_body"] = extra
+        kwargs = sdk_arguments({**body, "model": self.settings.upstream_model(body["model"])})
         headers: dict[str, str | Omit] = dict(self.forwarded_headers(request))
         headers["Authorization"] = self.upstream().authorization(dict(request.headers)) or Omit()
         kwargs["extra_headers"] = headers
@@ -517,6 +530,16 @@ class ChatCompletions(_Handler):
         finally:
             with anyio.CancelScope(shield=True):
                 await stream.close()
+
+
+def sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions body as `chat.completions.create` keywords: the fields the SDK does
+    not name go in `extra_body`."""
+    kwargs = {key: value for key, value in body.items() if key in _CREATE_PARAMETERS}
+    extra = {key: value for key, value in body.items() if key not in _CREATE_PARAMETERS}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
 
 
 async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeSettings) -> None:

@@ -180,6 +180,11 @@ class ServeSettings:
         """The model name the upstream is asked for, for a request asking for `model`."""
         return self.endpoints[self.endpoint_for(model)].upstream_model or model
 
+    def maps(self, model: str) -> bool:
+        """Whether the config says anything about `model`: a rule matches it, or the format
+        options give every model an `upstream_model`."""
+        return self.endpoint_for(model) != 0 or self.endpoints[0].upstream_model is not None
+
     @property
     def upstream_base(self) -> str:
         return self.upstream.rstrip("/")
@@ -233,11 +238,14 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
             f"native_tools in {where} must be one of {', '.join(NATIVE_TOOLS_MODES)}, "
             f"not {native_tools!r}."
         )
-    if options.get("upstream_model") == "":
-        raise ServeConfigError(f"upstream_model in {where} must be a model name, not empty.")
     repair_attempts = options.get("repair_attempts", 1)
     if repair_attempts < 0:
         raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
+    upstream_model = options.get("upstream_model")
+    if upstream_model is not None and not upstream_model.strip():
+        raise ServeConfigError(
+            f"upstream_model in {where} must name a model, not {upstream_model!r}."
+        )
     try:
         fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
     except HermesToolsError as exc:
@@ -248,7 +256,7 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
         options.get("parse_without_tools", False),
         options.get("check_grounding", True),
         native_tools,
-        options.get("upstream_model") or None,
+        upstream_model,
     )
 
 
