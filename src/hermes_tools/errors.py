@@ -12,6 +12,8 @@ so they live in `hermes_tools.langchain.errors`: the core imports neither.)
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HermesToolsError(Exception):
     """Base class of every exception this package raises on purpose."""
@@ -101,3 +103,23 @@ class UpstreamCut(HermesToolsError):
 
 class CliError(HermesToolsError):
     """Bad input on the command line: reported on one line of stderr, exit status 2."""
+
+
+class UpstreamError(HermesToolsError):
+    """The proxy's upstream answered with an error status: relayed as it came."""
+
+    def __init__(self, status: int, body: bytes, headers: Any) -> None:
+        text = body.decode("utf-8", "replace").strip()[:500]
+        super().__init__(f"the upstream answered {status}: {text}")
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+
+class UpstreamEventError(HermesToolsError):
+    """The proxy's upstream sent an `{"error": ...}` event in the middle of a stream."""
+
+    def __init__(self, error: Any) -> None:
+        message = error.get("message") if isinstance(error, dict) else None
+        super().__init__(str(message or error))
+        self.error = error

@@ -96,13 +96,6 @@ class _Wrapper(Generic[ClientT]):
         request = plain_request(kwargs)
         if not (self._parse_without_tools or uses_tools(request)):
             return None
-        return self.session_for(request)
-
-    def session_for(self, request: dict[str, Any]) -> ReplySession:
-        """The reply policy's session for one plain request under this client's options,
-        even one without tools (its reply is still read for reasoning and end tokens): the
-        proxy's fronts for other APIs run their requests through it, so every front gets the
-        same policy."""
         return ReplySession(
             request,
             self._format,

@@ -7,8 +7,8 @@ Stack, and why:
   handlers below, which need the raw ASGI `receive` to notice a client going away.
 - uvicorn (see `command`) as the server: the most used ASGI server, with `--workers` running
   several processes on one socket.
-- Upstream: the `openai` SDK's `AsyncOpenAI` behind `wrap()`, so a proxied request takes
-  exactly the path a Python user's does; httpx streams everything else through unchanged.
+- Upstream: httpx. A request with tools goes through the same reply policy as `wrap()`, over
+  plain JSON (see `upstream`); everything else streams through unchanged.
 
 Each worker is stateless: a request needs nothing but itself, so workers and replicas can be
 added behind any load balancer. Per worker there is one upstream connection pool.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextvars
 import hmac
-import inspect
 import json
 import logging
 import os
@@ -37,32 +36,31 @@ from typing import Any
 
 import anyio
 import httpx
-import openai
-from openai import AsyncOpenAI, Omit
-from openai.resources.chat.completions import AsyncCompletions
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from hermes_tools.client import AsyncHermesOpenAI, IncompleteStreamError, wrap
+from hermes_tools._policy.drive import astream_reply, awhole_reply
+from hermes_tools._policy.native import NativeFirst
+from hermes_tools._policy.request import uses_tools
+from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import (
     HermesToolsError,
+    IncompleteStreamError,
     RequestRejected,
     ToolCallRequiredError,
     UpstreamCut,
+    UpstreamError,
+    UpstreamEventError,
 )
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
+from hermes_tools.serve.upstream import UpstreamChat, encode
 from hermes_tools.serve.validation import check_chat_request, parse_body
 
 log = logging.getLogger("hermes_tools.serve")
 
-# Keyword arguments of `chat.completions.create` that are SDK options, not body fields: a body
-# field of that name goes upstream in `extra_body` like any other field the SDK does not name.
-_SDK_OPTIONS = {"self", "extra_headers", "extra_query", "extra_body", "timeout"}
-_CREATE_PARAMETERS = frozenset(inspect.signature(AsyncCompletions.create).parameters) - _SDK_OPTIONS
 # Request headers that belong to the connection, the body or the client's SDK, not the request.
 _NOT_FORWARDED = {
     "host",
@@ -147,22 +145,19 @@ class Exchange:
         parts.append(f"ms={elapsed:.0f}")
         return " ".join(parts)
 
-    def count_chunk(self, chunk: ChatCompletionChunk) -> None:
-        for choice in chunk.choices:
-            self.call_ids.update(call.id for call in choice.delta.tool_calls or [] if call.id)
-            self._count_invalid(choice.index, choice.delta)
-
-    def count_completion(self, completion: ChatCompletion) -> None:
-        for choice in completion.choices:
-            self.call_ids.update(call.id for call in choice.message.tool_calls or [])
-            self._count_invalid(choice.index, choice.message)
-
-    def _count_invalid(self, index: int, part: Any) -> None:
-        """Invalid calls (the endpoint layer's `invalid_tool_calls`); those sent among
-        `tool_calls` as well are not counted as calls."""
-        for number, call in enumerate(getattr(part, "invalid_tool_calls", None) or []):
-            call_id = call.get("id") if isinstance(call, dict) else None
-            self.invalid_ids.add(call_id or f"{index}:{number}")
+    def count(self, answer: Mapping[str, Any], part: str) -> None:
+        """The calls a chunk (`part` "delta") or completion ("message") carries, and the
+        invalid ones (the policy's `invalid_tool_calls`; those sent among `tool_calls` as well
+        are not counted as calls)."""
+        for choice in answer.get("choices") or ():
+            carried = choice.get(part) or {}
+            self.call_ids.update(
+                call["id"] for call in carried.get("tool_calls") or () if call.get("id")
+            )
+            index = choice.get("index") or 0
+            for number, call in enumerate(carried.get("invalid_tool_calls") or ()):
+                call_id = call.get("id") if isinstance(call, dict) else None
+                self.invalid_ids.add(call_id or f"{index}:{number}")
 
 
 _EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
@@ -200,34 +195,47 @@ class Upstream:
 
     def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
-        self.raw = AsyncOpenAI(
-            base_url=settings.upstream_base,
-            api_key=settings.upstream_api_key or "no-key",  # replaced per request, see below
-            max_retries=0,  # the client retries by its own policy; the proxy relays statuses
+        # Chat completions, as JSON (see `upstream`); counted and their headers kept for the
+        # log line and the answer.
+        self.chat_http = httpx.AsyncClient(
             timeout=settings.timeout,
-            http_client=openai.DefaultAsyncHttpxClient(
-                timeout=settings.timeout,
-                event_hooks={
-                    "request": [_count_upstream_request],
-                    "response": [_note_upstream_headers],
-                },
-            ),
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+            event_hooks={
+                "request": [_count_upstream_request],
+                "response": [_note_upstream_headers],
+            },
         )
-        self.clients: list[AsyncHermesOpenAI] = [
-            wrap(
-                self.raw,
-                options.format,
-                repair_attempts=options.repair_attempts,
-                check_grounding=options.check_grounding,
-                native_tools=options.native_tools,
-                parse_without_tools=options.parse_without_tools,
-            )
-            for options in settings.endpoints
-        ]
         self.http = httpx.AsyncClient(timeout=settings.timeout, follow_redirects=False)
 
-    def client_for(self, model: str) -> AsyncHermesOpenAI:
-        return self.clients[self.settings.endpoint_for(model)]
+    def chat(self, headers: Mapping[str, str], query: str = "") -> UpstreamChat:
+        """Chat completions at the upstream for one request: these headers, this query."""
+        url = self.url_for("/v1/chat/completions")
+        if query:
+            url += "?" + query
+        return UpstreamChat(self.chat_http, url, headers)
+
+    def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
+        """The reply policy for a chat request, as `wrap()` makes it (with the options of the
+        model's rule); None for a plain chat, which goes upstream as it is."""
+        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        if not (options.parse_without_tools or uses_tools(chat)):
+            return None
+        return self.reply_session(chat, model)
+
+    def reply_session(self, chat: dict[str, Any], model: str) -> ReplySession:
+        """The reply policy even for a chat without tools (its reply is still read for
+        reasoning and end tokens): the fronts whose answers are built from the policy's."""
+        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        native = options.native_tools == "auto"
+        return ReplySession(
+            chat,
+            options.format,
+            options.repair_attempts,
+            check_grounding=options.check_grounding,
+            aggregate=chat.get("stream") is not True,
+            native_first=NativeFirst(self.settings.upstream_base) if native else None,
+        )
 
     def url_for(self, path: str) -> str:
         """`/v1/X` is `X` under the upstream URL; any other path is that path on its host."""
@@ -247,7 +255,7 @@ class Upstream:
         return headers.get("authorization")
 
     async def aclose(self) -> None:
-        await self.raw.close()
+        await self.chat_http.aclose()
         await self.http.aclose()
 
 
@@ -377,6 +385,14 @@ class _Handler:
             if key not in _NOT_FORWARDED and not key.startswith("x-stainless-") and key != own_key
         }
 
+    def upstream_headers(self, request: Request) -> dict[str, str]:
+        """The client's headers as the upstream gets them, with the upstream's key."""
+        headers = self.forwarded_headers(request)
+        authorization = self.upstream().authorization(dict(request.headers))
+        if authorization:
+            headers["authorization"] = authorization
+        return headers
+
 
 class _Responder:
     """Sends one response, remembering how far it got; errors in OpenAI's shape."""
@@ -480,101 +496,104 @@ class ChatCompletions(_Handler):
             return
         exchange.stream = body.get("stream") is True
         exchange.tools = len(body.get("tools") or [])
-        client = self.upstream().client_for(body["model"])
-        kwargs = self._create_arguments(body, request)
-        kwargs["model"] = self.settings.upstream_model(body["model"])
+        upstream = self.upstream()
+        chat = {**body, "model": self.settings.upstream_model(body["model"])}
+        try:
+            session = upstream.session(chat, body["model"])
+        except HermesToolsError as exc:  # the format cannot render this conversation
+            await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
+            return
+        transport = upstream.chat(self.upstream_headers(request), request.url.query)
 
         async def work() -> None:
-            await self._answer(client, kwargs, responder)
+            if exchange.stream:
+                await self._stream(session, transport, chat, responder)
+            else:
+                await self._whole(session, transport, chat, responder)
 
         await cancel_on_disconnect(receive, responder, work)
 
-    def _create_arguments(self, body: dict[str, Any], request: Request) -> dict[str, Any]:
-        kwargs = sdk_arguments({**body, "model": self.settings.upstream_model(body["model"])})
-        headers: dict[str, str | Omit] = dict(self.forwarded_headers(request))
-        headers["Authorization"] = self.upstream().authorization(dict(request.headers)) or Omit()
-        kwargs["extra_headers"] = headers
-        if request.url.query:
-            kwargs["extra_query"] = dict(request.query_params)
-        return kwargs
-
-    async def _answer(
-        self, client: AsyncHermesOpenAI, kwargs: dict[str, Any], responder: _Responder
+    async def _whole(
+        self,
+        session: ReplySession | None,
+        transport: UpstreamChat,
+        chat: dict[str, Any],
+        responder: _Responder,
     ) -> None:
         try:
-            result = await client.chat.completions.create(**kwargs)
+            if session is None:
+                completion = await transport.create(chat)
+            else:
+                completion = await awhole_reply(session, transport)
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
         exchange = responder.exchange
-        if isinstance(result, ChatCompletion):
-            exchange.count_completion(result)
-            body = result.model_dump_json(exclude_unset=True).encode()
-            await responder.whole(200, body, exchange.upstream_headers)
-            return
-        await self._stream(result, responder)
+        exchange.count(completion, "message")
+        await responder.whole(200, encode(completion), exchange.upstream_headers)
 
-    async def _stream(self, stream: Any, responder: _Responder) -> None:
+    async def _stream(
+        self,
+        session: ReplySession | None,
+        transport: UpstreamChat,
+        chat: dict[str, Any],
+        responder: _Responder,
+    ) -> None:
         exchange = responder.exchange
-        await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+        chunks = transport.stream(chat) if session is None else astream_reply(session, transport)
         try:
-            async for chunk in stream:
-                exchange.count_chunk(chunk)
-                data = chunk.model_dump_json(exclude_unset=True)
-                await responder.body(b"data: " + data.encode() + b"\n\n")
-        except Exception as exc:
-            body, exchange.error = _stream_failure(exc, self.settings)
-            await responder.finish(b"data: " + body + b"\n\n")
-        else:
-            await responder.finish(b"data: [DONE]\n\n")
+            try:
+                # The first chunk before the answer starts: a request that fails, fails with
+                # its status.
+                first = await anext(chunks, None)
+            except Exception as exc:
+                await _relay_failure(exc, responder, self.settings)
+                return
+            await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+            try:
+                chunk = first
+                while chunk is not None:
+                    exchange.count(chunk, "delta")
+                    await responder.body(b"data: " + encode(chunk) + b"\n\n")
+                    chunk = await anext(chunks, None)
+            except Exception as exc:
+                body, exchange.error = _stream_failure(exc, self.settings)
+                await responder.finish(b"data: " + body + b"\n\n")
+            else:
+                await responder.finish(b"data: [DONE]\n\n")
         finally:
             with anyio.CancelScope(shield=True):
-                await stream.close()
-
-
-def sdk_arguments(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A chat-completions body as `chat.completions.create` keywords: the fields the SDK does
-    not name go in `extra_body`."""
-    kwargs = {key: value for key, value in body.items() if key in _CREATE_PARAMETERS}
-    extra = {key: value for key, value in body.items() if key not in _CREATE_PARAMETERS}
-    if extra:
-        kwargs["extra_body"] = extra
-    return kwargs
+                await chunks.aclose()  # type: ignore[attr-defined]
 
 
 async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeSettings) -> None:
     """An error before any of the answer was sent, as an HTTP status and OpenAI-style body."""
-    if isinstance(exc, openai.APIStatusError):
-        response = exc.response
-        headers = relayed_headers(response.headers)
-        body = response.content
-        responder.exchange.error = f"upstream_{exc.status_code}"
+    if isinstance(exc, UpstreamError):
+        status, body = exc.status, exc.body
+        responder.exchange.error = f"upstream_{status}"
         if not _is_openai_error(body):
             text = body.decode("utf-8", "replace").strip()[:1000]
-            body = error_body(
-                text or f"The upstream answered {exc.status_code}.",
-                "upstream_error",
-                code=str(exc.status_code),
-            )
-        await responder.whole(exc.status_code, body, headers)
-    elif isinstance(exc, openai.APITimeoutError):
+            message = text or f"The upstream answered {status}."
+            body = error_body(message, "upstream_error", code=str(status))
+        await responder.whole(status, body, relayed_headers(exc.headers))
+    elif isinstance(exc, httpx.TimeoutException):
         await responder.error(
             504,
             f"The upstream did not answer within {settings.timeout:g} seconds.",
             "upstream_error",
             code="upstream_timeout",
         )
-    elif isinstance(exc, openai.APIConnectionError):
+    elif isinstance(exc, httpx.TransportError):
         await responder.error(
             502,
-            f"The upstream could not be reached ({_cause(exc)}).",
+            f"The upstream could not be reached ({exc or type(exc).__name__}).",
             "upstream_error",
             code="upstream_unreachable",
         )
-    elif isinstance(exc, openai.APIError):
+    elif isinstance(exc, (UpstreamEventError, IncompleteStreamError, json.JSONDecodeError)):
         await responder.error(
             502,
-            f"The upstream's answer could not be read: {exc.message}",
+            f"The upstream's answer could not be read: {exc}",
             "upstream_error",
             code="upstream_bad_answer",
         )
@@ -593,61 +612,35 @@ _CALL_REQUIRED = "tool_call_required"
 
 def _stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]:
     """The error event that ends a stream which broke after it started, and its log code."""
-    if isinstance(exc, IncompleteStreamError):
+    if isinstance(exc, UpstreamEventError):
+        # An error event the upstream itself sent mid-stream.
+        error = exc.error if isinstance(exc.error, dict) else {"message": str(exc)}
+        data = {"error": {"type": "upstream_error", "param": None, "code": None, **error}}
+        return json.dumps(data).encode(), "upstream_error_event"
+    if isinstance(exc, UpstreamError):
+        # An error status after the answer started (a repair's request, or a first request
+        # slower than the first ping): its message, in the stream's error event.
+        code = f"upstream_{exc.status}"
+        message = error_message(exc.body) or str(exc)
+    elif isinstance(exc, IncompleteStreamError):
         code, message = "upstream_incomplete", str(exc)
     elif isinstance(exc, ToolCallRequiredError):
         code, message = _CALL_REQUIRED, str(exc)
-    elif _is_timeout(exc):
+    elif isinstance(exc, httpx.TimeoutException):
         code = "upstream_timeout"
         message = (
             f"The upstream sent nothing for {settings.timeout:g} seconds; the reply is incomplete."
         )
-    elif isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
-        # An error event the upstream itself sent mid-stream.
-        error = exc.body if isinstance(exc.body, dict) else {"message": exc.message}
-        data = {"error": {"type": "upstream_error", "param": None, "code": None, **error}}
-        return json.dumps(data).encode(), "upstream_error_event"
-    elif _is_connection_error(exc):
+    elif isinstance(exc, httpx.TransportError):
         code = "upstream_cut"
         message = "The upstream closed the connection before the reply was finished."
+    elif isinstance(exc, json.JSONDecodeError):
+        code = "upstream_bad_answer"
+        message = f"The upstream sent an event that is not JSON: {exc}"
     else:
         log.error("stream failed: %s", type(exc).__name__, exc_info=exc)
         code, message = "internal", "The proxy failed while streaming the reply."
     return error_body(message, "upstream_error", code=code), code
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    # openai 1.x/2.x raise their httpx's errors while streaming, openai 3.x its own.
-    return isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)) or any(
-        type(error).__name__ in ("ReadTimeout", "TimeoutException") for error in _chain(exc)
-    )
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return True
-    # openai 1.x/2.x raise their httpx's errors, openai 3.x its httpx2's, while streaming.
-    return any(
-        type(error).__name__ in ("RemoteProtocolError", "ReadError", "NetworkError")
-        for error in _chain(exc)
-    )
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
-
-
-def _cause(exc: BaseException) -> str:
-    for error in _chain(exc)[1:]:
-        text = str(error)
-        if text:
-            return text
-    return type(exc).__name__
 
 
 def _is_openai_error(body: bytes) -> bool:
@@ -656,6 +649,17 @@ def _is_openai_error(body: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(data, dict) and isinstance(data.get("error"), dict)
+
+
+def error_message(body: bytes) -> str | None:
+    """The message of an OpenAI-style error body (`{"error": {"message": ...}}`), if it is one."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
 
 
 # -- everything else ----------------------------------------------------------------------------

@@ -32,23 +32,18 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
-import openai
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from openai import AsyncOpenAI, AsyncStream, Omit
-from openai.types.chat import ChatCompletionChunk
 from starlette.requests import Request
 from starlette.types import Receive, Send
 
 from hermes_tools._policy.drive import astream_reply, awhole_reply
-from hermes_tools._policy.native import refuses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._tools.toolbox import tool_spec
-from hermes_tools.client.transport import REQUEST_FAILED, achunks, wire
-from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
+from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError, UpstreamError
 from hermes_tools.serve.app import (
     SSE_HEADERS,
     Exchange,
@@ -57,9 +52,10 @@ from hermes_tools.serve.app import (
     _Responder,
     _stream_failure,
     cancel_on_disconnect,
+    error_message,
     relayed_headers,
-    sdk_arguments,
 )
+from hermes_tools.serve.upstream import UpstreamChat
 from hermes_tools.serve.validation import parse_body
 
 Event = tuple[str, dict[str, Any]]  # an SSE event's name and data
@@ -715,32 +711,6 @@ def sse(events: list[Event]) -> bytes:
     )
 
 
-# -- the transport --------------------------------------------------------------------------------
-
-
-class _ProxyTransport:
-    """The proxy's upstream client as the policy's transport, with this request's headers."""
-
-    failures: tuple[type[BaseException], ...] = REQUEST_FAILED
-
-    def __init__(self, client: AsyncOpenAI, headers: dict[str, str | Omit]) -> None:
-        self._create = client.chat.completions.create
-        self._headers = headers
-
-    async def open(self, request: dict[str, Any]) -> AsyncStream[ChatCompletionChunk]:
-        stream: AsyncStream[ChatCompletionChunk] = await self._create(
-            **sdk_arguments(request), extra_headers=self._headers
-        )
-        return stream
-
-    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for chunk in achunks(await self.open(request)):
-            yield chunk
-
-    async def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        return wire(await self._create(**sdk_arguments(request), extra_headers=self._headers))
-
-
 # -- the handlers ---------------------------------------------------------------------------------
 
 
@@ -762,8 +732,7 @@ class _MessagesHandler(_Handler):
             chat = chat_request(
                 body, upstream_model=self._upstream_model(body.get("model")), whole=whole
             )
-            client = self.upstream().client_for(body["model"])
-            session = client.session_for(chat)
+            session = self.upstream().reply_session(chat, body["model"])
         except RequestRejected as rejected:
             await responder.error(400, rejected.message, "invalid_request_error")
             return None
@@ -814,7 +783,8 @@ class Messages(_MessagesHandler):
         body, session = read
         exchange.stream = body.get("stream") is True
         exchange.tools = len(body.get("tools") or [])
-        transport = _ProxyTransport(self.upstream().raw, self._headers(request))
+        # Not the query: Anthropic's (`?beta=true`) means nothing upstream.
+        transport = self.upstream().chat(self._headers(request))
         model = body["model"]
 
         async def work() -> None:
@@ -825,11 +795,11 @@ class Messages(_MessagesHandler):
 
         await cancel_on_disconnect(receive, responder, work)
 
-    def _headers(self, request: Request) -> dict[str, str | Omit]:
+    def _headers(self, request: Request) -> dict[str, str]:
         """The request's headers as the upstream gets them: Anthropic's own left out, and the
         client's key (`x-api-key`, or a bearer token) as its Authorization where the client's
         key goes upstream at all (see `Upstream.authorization`)."""
-        headers: dict[str, str | Omit] = {
+        headers = {
             key: value
             for key, value in self.forwarded_headers(request).items()
             if not key.startswith(_ANTHROPIC_HEADERS)
@@ -837,13 +807,15 @@ class Messages(_MessagesHandler):
         given = dict(request.headers)
         if "authorization" not in given and "x-api-key" in given:
             given["authorization"] = f"Bearer {given['x-api-key']}"
-        headers["Authorization"] = self.upstream().authorization(given) or Omit()
+        authorization = self.upstream().authorization(given)
+        if authorization:
+            headers["authorization"] = authorization
         return headers
 
     async def _whole(
         self,
         session: ReplySession,
-        transport: _ProxyTransport,
+        transport: UpstreamChat,
         model: str,
         responder: _Responder,
     ) -> None:
@@ -864,7 +836,7 @@ class Messages(_MessagesHandler):
     async def _stream(
         self,
         session: ReplySession,
-        transport: _ProxyTransport,
+        transport: UpstreamChat,
         model: str,
         responder: _Responder,
     ) -> None:
@@ -929,29 +901,20 @@ _Item = tuple[str, "dict[str, Any] | Exception"]
 
 async def _read_upstream(
     session: ReplySession,
-    transport: _ProxyTransport,
+    transport: UpstreamChat,
     sender: MemoryObjectSendStream[_Item],
 ) -> None:
     """Drive the policy over the upstream, handing on each chunk, then any failure."""
     async with sender:
-        chunks: AsyncIterator[dict[str, Any]] | None = None
+        chunks = astream_reply(session, transport)
         try:
-            try:
-                first = await transport.open(session.request())
-            except REQUEST_FAILED as error:
-                if not (session.native and refuses_tools(error)):
-                    raise
-                session.native_refused()
-                first = await transport.open(session.request())
-            chunks = astream_reply(session, transport, achunks(first))
             async for chunk in chunks:
                 await sender.send(("chunk", chunk))
         except Exception as exc:
             await sender.send(("failed", exc))
         finally:
-            if chunks is not None:
-                with anyio.CancelScope(shield=True):
-                    await chunks.aclose()  # type: ignore[attr-defined]
+            with anyio.CancelScope(shield=True):
+                await chunks.aclose()  # type: ignore[attr-defined]
 
 
 def _count(exchange: Exchange, calls: list[str], invalid: list[dict[str, Any]]) -> None:
@@ -964,15 +927,14 @@ def _count(exchange: Exchange, calls: list[str], invalid: list[dict[str, Any]]) 
 async def _relay(exc: Exception, responder: _Responder, handler: _Handler) -> None:
     """A failure before any of the answer was sent, in Anthropic's shape: an upstream error
     keeps its status and message; the rest as the chat front relays it."""
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
+    if isinstance(exc, UpstreamError):
+        status = exc.status
         responder.exchange.error = f"upstream_{status}"
-        body = exc.body
-        message = body.get("message") if isinstance(body, dict) else None
-        if not isinstance(message, str) or not message:
-            text = exc.response.content.decode("utf-8", "replace").strip()[:1000]
+        message = error_message(exc.body)
+        if not message:
+            text = exc.body.decode("utf-8", "replace").strip()[:1000]
             message = text or f"The upstream answered {status}."
         data = json.dumps(error_data(error_type(status), message)).encode()
-        await responder.whole(status, data, relayed_headers(exc.response.headers))
+        await responder.whole(status, data, relayed_headers(exc.headers))
         return
     await _relay_failure(exc, responder, handler.settings)

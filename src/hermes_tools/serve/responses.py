@@ -24,24 +24,18 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
-from openai import AsyncStream, Omit
 from starlette.requests import Request
 from starlette.types import Receive
 
 from hermes_tools._policy.drive import astream_reply, awhole_reply
-from hermes_tools._policy.native import NativeFirst, refuses_tools
-from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.client.transport import REQUEST_FAILED, AsyncOpenAITransport, achunks
-from hermes_tools.errors import RequestRejected
+from hermes_tools.errors import HermesToolsError, RequestRejected
 from hermes_tools.serve.app import (
-    _CREATE_PARAMETERS,
     SSE_HEADERS,
-    Exchange,
     Upstream,
     _Handler,
     _relay_failure,
@@ -60,6 +54,7 @@ from hermes_tools.serve.responses_shape import (
     sse,
 )
 from hermes_tools.serve.settings import ServeSettings
+from hermes_tools.serve.upstream import UpstreamChat, encode
 from hermes_tools.serve.validation import parse_body
 
 
@@ -129,7 +124,7 @@ class StoredResponse(_Handler):
                 404, rejected.message, "invalid_request_error", None, "response_not_found"
             )
             return
-        await responder.whole(200, _json(response))
+        await responder.whole(200, encode(response))
 
 
 class Responses(_Handler):
@@ -159,14 +154,20 @@ class Responses(_Handler):
             return
         exchange.stream = read.stream
         exchange.tools = len(read.chat.get("tools") or [])
-        chat = self._upstream_request(read.chat, request)
+        upstream = self.upstream()
+        try:
+            session = upstream.session(read.chat, model)
+        except HermesToolsError as exc:  # the format cannot render this conversation
+            await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
+            return
+        transport = upstream.chat(self.upstream_headers(request), request.url.query)
         keep = body.get("store") is not False
 
         async def work() -> None:
             if read.stream:
-                await self._stream(read, chat, model, keep, responder)
+                await self._stream(read, session, transport, keep, responder)
             else:
-                await self._whole(read, chat, model, keep, responder)
+                await self._whole(read, session, transport, keep, responder)
 
         await cancel_on_disconnect(receive, responder, work)
 
@@ -183,141 +184,72 @@ class Responses(_Handler):
             raise not_stored(response_id, self.store)
         return items
 
-    def _upstream_request(self, chat: dict[str, Any], request: Request) -> dict[str, Any]:
-        """The chat request with what the SDK sends beside the body: the forwarded headers,
-        the upstream's key, the query."""
-        upstream = self.upstream()
-        headers: dict[str, Any] = dict(self.forwarded_headers(request))
-        authorization = upstream.authorization(dict(request.headers))
-        if authorization:
-            headers["Authorization"] = authorization
-        else:
-            headers["Authorization"] = Omit()
-        extra = {key: value for key, value in chat.items() if key not in _CREATE_PARAMETERS}
-        chat = {key: value for key, value in chat.items() if key in _CREATE_PARAMETERS}
-        if extra:
-            chat["extra_body"] = extra
-        chat["extra_headers"] = headers
-        if request.url.query:
-            chat["extra_query"] = dict(request.query_params)
-        return chat
-
-    def _session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
-        """The policy's session, as `wrap()` makes it; None for a plain chat, which goes
-        upstream as it is."""
-        options = self.settings.endpoints[self.settings.endpoint_for(model)]
-        if not (options.parse_without_tools or uses_tools(chat)):
-            return None
-        return ReplySession(
-            chat,
-            options.format,
-            options.repair_attempts,
-            check_grounding=options.check_grounding,
-            aggregate=chat.get("stream") is not True,
-            native_first=(
-                NativeFirst(str(self.upstream().raw.base_url))
-                if options.native_tools == "auto"
-                else None
-            ),
-        )
-
     async def _whole(
         self,
         read: ChatRequest,
-        chat: dict[str, Any],
-        model: str,
+        session: ReplySession | None,
+        transport: UpstreamChat,
         keep: bool,
         responder: _Responder,
     ) -> None:
-        transport = AsyncOpenAITransport(self.upstream().raw)
-        session = self._session(chat, model)
         created = time.time()
         try:
             if session is None:
-                completion = await transport.create(chat)
+                completion = await transport.create(read.chat)
             else:
                 completion = await awhole_reply(session, transport)
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
         exchange = responder.exchange
-        for choice in completion.get("choices") or ():
-            _count(exchange, choice.get("message") or {}, choice.get("index") or 0)
+        exchange.count(completion, "message")
         response = response_object(read, completion, new_id("resp"), created)
         if keep:
             self.store.put(response, read.items)
-        await responder.whole(200, _json(response), exchange.upstream_headers)
+        await responder.whole(200, encode(response), exchange.upstream_headers)
 
     async def _stream(
         self,
         read: ChatRequest,
-        chat: dict[str, Any],
-        model: str,
+        session: ReplySession | None,
+        transport: UpstreamChat,
         keep: bool,
         responder: _Responder,
     ) -> None:
         exchange = responder.exchange
         created = time.time()
+        chunks = (
+            transport.stream(read.chat) if session is None else astream_reply(session, transport)
+        )
         try:
-            chunks, first = await self._open_stream(chat, model)
-        except Exception as exc:
-            await _relay_failure(exc, responder, self.settings)
-            return
-        events = ResponseEvents(read, new_id("resp"), created)
-        await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
-        try:
-            await responder.body(b"".join(map(sse, events.start())))
-            async for chunk in chunks:
-                for choice in chunk.get("choices") or ():
-                    _count(exchange, choice.get("delta") or {}, choice.get("index") or 0)
-                out = events.chunk(chunk)
-                if out:
-                    await responder.body(b"".join(map(sse, out)))
-            ending = events.finish()
-        except Exception as exc:
-            body, exchange.error = _stream_failure(exc, self.settings)
-            error = json.loads(body).get("error") or {}
-            failed = events.fail(str(error.get("message")), str(error.get("code") or "error"))
-            await responder.finish(b"".join(map(sse, failed)))
-            return
+            try:
+                # The first chunk before the answer starts: a request that fails, fails with
+                # its status.
+                first = await anext(chunks, None)
+            except Exception as exc:
+                await _relay_failure(exc, responder, self.settings)
+                return
+            events = ResponseEvents(read, new_id("resp"), created)
+            await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+            try:
+                await responder.body(b"".join(map(sse, events.start())))
+                chunk = first
+                while chunk is not None:
+                    exchange.count(chunk, "delta")
+                    out = events.chunk(chunk)
+                    if out:
+                        await responder.body(b"".join(map(sse, out)))
+                    chunk = await anext(chunks, None)
+                ending = events.finish()
+            except Exception as exc:
+                body, exchange.error = _stream_failure(exc, self.settings)
+                error = json.loads(body).get("error") or {}
+                failed = events.fail(str(error.get("message")), str(error.get("code") or "error"))
+                await responder.finish(b"".join(map(sse, failed)))
+                return
         finally:
             with anyio.CancelScope(shield=True):
                 await chunks.aclose()  # type: ignore[attr-defined]
-                await first.close()  # when the reply ended before it was read
         if keep:
             self.store.put(events.response, read.items)
         await responder.finish(b"".join(map(sse, ending)))
-
-    async def _open_stream(
-        self, chat: dict[str, Any], model: str
-    ) -> tuple[AsyncIterator[dict[str, Any]], AsyncStream[Any]]:
-        """The reply's chunks, and the first upstream stream, opened already: a request that
-        fails fails here, before the answer starts, and its status goes back as it came."""
-        raw = self.upstream().raw
-        session = self._session(chat, model)
-        create = raw.chat.completions.create
-        if session is None:
-            first: AsyncStream[Any] = await create(**chat)
-            return achunks(first), first
-        try:
-            first = await create(**session.request())
-        except REQUEST_FAILED as error:
-            if not (session.native and refuses_tools(error)):
-                raise
-            session.native_refused()
-            first = await create(**session.request())
-        return astream_reply(session, AsyncOpenAITransport(raw), achunks(first)), first
-
-
-def _count(exchange: Exchange, part: Mapping[str, Any], index: int) -> None:
-    """The log line's calls: those a chunk or message carries, and the invalid ones."""
-    exchange.call_ids.update(
-        str(call["id"]) for call in part.get("tool_calls") or () if call.get("id")
-    )
-    for number, call in enumerate(part.get("invalid_tool_calls") or ()):
-        call_id = call.get("id") if isinstance(call, Mapping) else None
-        exchange.invalid_ids.add(call_id or f"{index}:{number}")
-
-
-def _json(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
