@@ -55,11 +55,12 @@ def start_local_model(
 ) -> LocalServer:
     """Fetch the model if needed and start its server; use the result as a context manager
     (or call `stop()`). `starting`: where to say that the server is starting."""
-    require_server()
     if gguf is None:
-        path = ensure_model(find_model(name), progress=progress)
-        alias = name
+        known = find_model(name)  # a wrong name is told before a missing server
+        require_server()  # and a missing server before any download
+        path, alias = ensure_model(known, progress=progress), name
     else:
+        require_server()
         path, alias = Path(gguf), Path(gguf).stem
     if starting is not None:
         starting.write("starting llama.cpp's server (loading the model takes a few seconds) ...\n")
