@@ -131,6 +131,9 @@ def start(
             "      model: openai/bench\n"
             f"      api_base: {upstream}\n"
             "      api_key: none\n"
+            # No key, as for the others (current LiteLLM refuses to start without one unless told).
+            "general_settings:\n"
+            "  dangerously_permit_weak_or_unset_master_key: true\n"
         )
         command = [
             str(litellm / "bin" / "litellm"),
@@ -141,7 +144,9 @@ def start(
             "--num_workers",
             "1",
         ]
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    # LiteLLM fetches its model price list at start unless told to use the one it ships.
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"}
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     wait_healthy(url, process)
     return process, url
 
