@@ -56,7 +56,7 @@ from hermes_tools.serve.app import (
     relayed_headers,
 )
 from hermes_tools.serve.upstream import UpstreamChat
-from hermes_tools.serve.validation import parse_body
+from hermes_tools.serve.validation import json_type, parse_body
 
 Event = tuple[str, dict[str, Any]]  # an SSE event's name and data
 
@@ -117,20 +117,6 @@ class AnthropicResponder(_Responder):
 
 def _rejected(where: str, problem: str) -> RequestRejected:
     return RequestRejected(f"{where}: {problem}" if where else problem, where or None)
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 # -- the request ----------------------------------------------------------------------------------
@@ -215,7 +201,7 @@ def _check_fields(body: Mapping[str, Any], whole: bool) -> None:
         value = body.get(name)
         wrong_bool = isinstance(value, bool) and bool not in types
         if value is not None and (wrong_bool or not isinstance(value, types)):
-            raise _rejected(name, f"must be {said}, not {_json_type(value)}")
+            raise _rejected(name, f"must be {said}, not {json_type(value)}")
     stops = body.get("stop_sequences")
     if stops is not None and not (
         isinstance(stops, list) and all(isinstance(s, str) and s for s in stops)
@@ -239,7 +225,7 @@ def _system(system: str | list[Any] | None, where: str = "system") -> list[dict[
 
 def _message(message: object, where: str, known_ids: set[str]) -> list[dict[str, Any]]:
     if not isinstance(message, dict):
-        raise _rejected(where, f"must be an object, not {_json_type(message)}")
+        raise _rejected(where, f"must be an object, not {json_type(message)}")
     role = message.get("role")
     if role not in _ROLES:
         raise _rejected(f"{where}.role", f"must be 'user', 'assistant' or 'system', not {role!r}")
@@ -252,7 +238,7 @@ def _message(message: object, where: str, known_ids: set[str]) -> list[dict[str,
         return [{"role": role, "content": content}]
     if not isinstance(content, list):
         raise _rejected(
-            f"{where}.content", f"must be a string or an array of blocks, not {_json_type(content)}"
+            f"{where}.content", f"must be a string or an array of blocks, not {json_type(content)}"
         )
     if role == "assistant":
         return [_assistant(content, f"{where}.content", known_ids)]
@@ -261,7 +247,7 @@ def _message(message: object, where: str, known_ids: set[str]) -> list[dict[str,
 
 def _block_type(block: object, where: str) -> str:
     if not isinstance(block, dict):
-        raise _rejected(where, f"must be a content block object, not {_json_type(block)}")
+        raise _rejected(where, f"must be a content block object, not {json_type(block)}")
     kind = block.get("type")
     if not isinstance(kind, str):
         raise _rejected(f"{where}.type", "Field required")
@@ -390,7 +376,7 @@ def _tool_result(block: Mapping[str, Any], where: str, known_ids: set[str]) -> d
 
 def _tool(tool: object, where: str) -> dict[str, Any]:
     if not isinstance(tool, dict):
-        raise _rejected(where, f"must be a tool object, not {_json_type(tool)}")
+        raise _rejected(where, f"must be a tool object, not {json_type(tool)}")
     kind = tool.get("type")
     if kind not in (None, "custom"):
         raise _rejected(

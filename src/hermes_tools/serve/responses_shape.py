@@ -30,6 +30,7 @@ from typing import Any
 
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
+from hermes_tools.serve.validation import json_type
 
 Item = dict[str, Any]
 Event = dict[str, Any]
@@ -134,7 +135,7 @@ def requested_model(body: Mapping[str, Any]) -> str:
         raise RequestRejected(
             "you must provide a model parameter"
             if model is None
-            else f"'model' must be a non-empty string, not {_json_type(model)}.",
+            else f"'model' must be a non-empty string, not {json_type(model)}.",
             "model",
             "missing_required_parameter" if model is None else "invalid_type",
         )
@@ -162,7 +163,7 @@ def _check_scalars(body: Mapping[str, Any]) -> None:
             continue
         if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
             raise RequestRejected(
-                f"'{name}' must be {expected}, not {_json_type(value)}.", name, "invalid_type"
+                f"'{name}' must be {expected}, not {json_type(value)}.", name, "invalid_type"
             )
     tokens = body.get("max_output_tokens")
     if tokens is not None and tokens < 1:
@@ -180,7 +181,7 @@ def _input_items(value: object) -> list[Item]:
         return [{"type": "message", "role": "user", "content": value}]
     if not isinstance(value, list):
         raise RequestRejected(
-            f"'input' must be a string or an array of items, not {_json_type(value)}.",
+            f"'input' must be a string or an array of items, not {json_type(value)}.",
             "input",
             "invalid_type",
         )
@@ -196,7 +197,7 @@ def _messages(items: list[Item], first_new: int) -> list[dict[str, Any]]:
         where = f"input[{number - first_new}]" if number >= first_new else "previous_response_id"
         if not isinstance(item, dict):
             raise RequestRejected(
-                f"'{where}' must be an object, not {_json_type(item)}.", where, "invalid_type"
+                f"'{where}' must be an object, not {json_type(item)}.", where, "invalid_type"
             )
         kind = item.get("type", "message" if "role" in item else None)
         if kind == "message":
@@ -262,7 +263,7 @@ def _message(item: Item, where: str) -> dict[str, Any] | None:
     else:
         raise RequestRejected(
             f"'{where}.content' must be a string or an array of content parts, not "
-            f"{_json_type(content)}.",
+            f"{json_type(content)}.",
             f"{where}.content",
             "invalid_type",
         )
@@ -283,7 +284,7 @@ def _message(item: Item, where: str) -> dict[str, Any] | None:
 def _part(part: object, where: str) -> dict[str, Any]:
     if not isinstance(part, dict):
         raise RequestRejected(
-            f"'{where}' must be an object, not {_json_type(part)}.", where, "invalid_type"
+            f"'{where}' must be an object, not {json_type(part)}.", where, "invalid_type"
         )
     kind = part.get("type")
     if kind in _TEXT_PARTS:
@@ -327,7 +328,7 @@ def _call(item: Item, where: str) -> dict[str, Any]:
     arguments = item.get("arguments", "")
     if not isinstance(arguments, str):
         raise RequestRejected(
-            f"'{where}.arguments' must be a string of JSON, not {_json_type(arguments)}.",
+            f"'{where}.arguments' must be a string of JSON, not {json_type(arguments)}.",
             f"{where}.arguments",
             "invalid_type",
         )
@@ -350,7 +351,7 @@ def _output_text(output: object, where: str) -> str:
             texts.append(converted.get("text", IMAGE_IN_RESULT))
         return "".join(texts)
     raise RequestRejected(
-        f"'{where}' must be a string or an array of content parts, not {_json_type(output)}.",
+        f"'{where}' must be a string or an array of content parts, not {json_type(output)}.",
         where,
         "invalid_type",
     )
@@ -366,7 +367,7 @@ def _tools(value: object) -> tuple[list[dict[str, Any]], dict[str, str]]:
         where = f"tools[{number}]"
         if not isinstance(tool, dict):
             raise RequestRejected(
-                f"'{where}' must be an object, not {_json_type(tool)}.", where, "invalid_type"
+                f"'{where}' must be an object, not {json_type(tool)}.", where, "invalid_type"
             )
         if tool.get("type") == "namespace":
             inner = tool.get("tools")
@@ -403,7 +404,7 @@ def _add_tool(
 def _function_tool(tool: object, where: str) -> dict[str, Any]:
     if not isinstance(tool, dict):
         raise RequestRejected(
-            f"'{where}' must be an object, not {_json_type(tool)}.", where, "invalid_type"
+            f"'{where}' must be an object, not {json_type(tool)}.", where, "invalid_type"
         )
     kind = tool.get("type")
     if kind != "function":
@@ -531,20 +532,6 @@ def _echo(body: Mapping[str, Any]) -> dict[str, Any]:
         "text": {"format": {"type": "text"}, **(text or {})},
         "truncation": "disabled",
     }
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 # -- the answer ----------------------------------------------------------------------------------

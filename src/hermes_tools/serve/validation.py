@@ -83,7 +83,7 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     except RecursionError:
         raise RequestRejected("The request body is nested too deeply.") from None
     if not isinstance(body, dict):
-        raise RequestRejected(f"The request body must be a JSON object, not {_json_type(body)}.")
+        raise RequestRejected(f"The request body must be a JSON object, not {json_type(body)}.")
     return body
 
 
@@ -94,7 +94,7 @@ def check_chat_request(body: dict[str, Any]) -> None:
         raise RequestRejected(
             "you must provide a model parameter"
             if model is None
-            else f"'model' must be a non-empty string, not {_json_type(model)}.",
+            else f"'model' must be a non-empty string, not {json_type(model)}.",
             "model",
             "missing_required_parameter" if model is None else "invalid_type",
         )
@@ -103,7 +103,7 @@ def check_chat_request(body: dict[str, Any]) -> None:
         value = body.get(name)
         if value is not None and not is_valid(value):
             raise RequestRejected(
-                f"'{name}' must be {expected}, not {_json_type(value)}.", name, "invalid_type"
+                f"'{name}' must be {expected}, not {json_type(value)}.", name, "invalid_type"
             )
     n = body.get("n")
     if n is not None and n < 1:
@@ -120,7 +120,7 @@ def _check_messages(messages: object) -> None:
         )
     if not isinstance(messages, list):
         raise RequestRejected(
-            f"'messages' must be an array, not {_json_type(messages)}.", "messages", "invalid_type"
+            f"'messages' must be an array, not {json_type(messages)}.", "messages", "invalid_type"
         )
     if not messages:
         raise RequestRejected(
@@ -130,7 +130,7 @@ def _check_messages(messages: object) -> None:
         where = f"messages[{position}]"
         if not isinstance(message, dict):
             raise RequestRejected(
-                f"'{where}' must be an object, not {_json_type(message)}.", where, "invalid_type"
+                f"'{where}' must be an object, not {json_type(message)}.", where, "invalid_type"
             )
         if not isinstance(message.get("role"), str):
             raise RequestRejected(
@@ -143,7 +143,7 @@ def _check_messages(messages: object) -> None:
 def _check_tools(tools: object) -> None:
     if not isinstance(tools, list):
         raise RequestRejected(
-            f"'tools' must be an array, not {_json_type(tools)}.", "tools", "invalid_type"
+            f"'tools' must be an array, not {json_type(tools)}.", "tools", "invalid_type"
         )
     for position, tool in enumerate(tools):
         where = f"tools[{position}]"
@@ -159,7 +159,8 @@ def _check_tools(tools: object) -> None:
             raise RequestRejected(f"'{where}': {exc}", where, "invalid_value") from None
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """A JSON value's type as an error message names it ("a string", "null", ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
