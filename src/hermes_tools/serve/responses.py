@@ -49,13 +49,12 @@ from hermes_tools.serve.responses_shape import (
     ResponseEvents,
     new_id,
     read_request,
-    requested_model,
     response_object,
     sse,
 )
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import UpstreamChat, encode
-from hermes_tools.serve.validation import parse_body
+from hermes_tools.serve.validation import parse_body, requested_model
 
 
 class ResponseStore:

@@ -30,7 +30,7 @@ from typing import Any
 
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
-from hermes_tools.serve.validation import json_type
+from hermes_tools.serve.validation import json_type, requested_model
 
 Item = dict[str, Any]
 Event = dict[str, Any]
@@ -126,20 +126,6 @@ def read_request(
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}  # the usage of response.completed
     return ChatRequest(chat, items, namespaces, _echo(body))
-
-
-def requested_model(body: Mapping[str, Any]) -> str:
-    """The model the request asks for (a non-empty string, or RequestRejected)."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise RequestRejected(
-            "you must provide a model parameter"
-            if model is None
-            else f"'model' must be a non-empty string, not {json_type(model)}.",
-            "model",
-            "missing_required_parameter" if model is None else "invalid_type",
-        )
-    return model
 
 
 def _check_scalars(body: Mapping[str, Any]) -> None:

@@ -9,7 +9,7 @@ server. Only the fields whose meaning the proxy relies on are checked; fields it
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes_tools._tools.toolbox import tool_spec
@@ -87,8 +87,8 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def check_chat_request(body: dict[str, Any]) -> None:
-    """Raise RequestRejected naming the first field that cannot work."""
+def requested_model(body: Mapping[str, Any]) -> str:
+    """The model the request asks for (a non-empty string, or RequestRejected)."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise RequestRejected(
@@ -98,6 +98,12 @@ def check_chat_request(body: dict[str, Any]) -> None:
             "model",
             "missing_required_parameter" if model is None else "invalid_type",
         )
+    return model
+
+
+def check_chat_request(body: dict[str, Any]) -> None:
+    """Raise RequestRejected naming the first field that cannot work."""
+    requested_model(body)
     _check_messages(body.get("messages"))
     for name, (is_valid, expected) in _FIELDS.items():
         value = body.get(name)
