@@ -1,11 +1,13 @@
 """The long fuzz run: many generated replies, every option set, every split.
 
     nice uv run python tests/fuzz.py [--inputs 60000] [--seed 1] [--jobs 2] [--examples 2]
-                                     [--dump findings.jsonl]
+                                     [--start 0] [--dump findings.jsonl]
 
 Prints how many inputs and parser runs it made, then every kind of finding with how many
 inputs showed it and the shortest of them (`--dump` writes every finding, one JSON line per
-input). Exit status 1 when anything was found. Ctrl-C or SIGTERM stops it and reports the batches done.
+input). Exit status 1 when anything was found. Ctrl-C or SIGTERM stops it and reports the batches done,
+with where to `--start` again: input N is the same text whenever it is made (seed and number), so
+a long run may be made in parts.
 The CI test (`tests/test_fuzz.py`) runs the same grammar and oracle on a short hypothesis budget.
 """
 
@@ -26,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fuzz_grammar import RandomChooser, generate
 from fuzz_oracle import check
 
-Result = tuple[int, int, Counter[str], dict[str, list[str]], list[dict[str, object]]]
+Result = tuple[int, int, int, Counter[str], dict[str, list[str]], list[dict[str, object]]]
 
 
 def _work(job: tuple[int, int, int]) -> Result:
@@ -55,7 +57,7 @@ def _work(job: tuple[int, int, int]) -> Result:
             examples.append(case.text)
             examples.sort(key=len)
             del examples[3:]
-    return inputs, runs, kinds, shortest, dumped
+    return first, inputs, runs, kinds, shortest, dumped
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -66,15 +68,17 @@ def main() -> int:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--inputs", type=int, default=60_000)
     options.add_argument("--seed", type=int, default=1)
+    options.add_argument("--start", type=int, default=0, help="the first input's number")
     options.add_argument("--jobs", type=int, default=2)
     options.add_argument("--examples", type=int, default=1, help="shortest inputs shown per kind")
     options.add_argument("--dump", type=Path, help="write every finding here, as JSON lines")
     args = options.parse_args()
     batch = 200
     jobs = [
-        (args.seed, first, min(batch, args.inputs - first))
-        for first in range(0, args.inputs, batch)
+        (args.seed, first, min(batch, args.start + args.inputs - first))
+        for first in range(args.start, args.start + args.inputs, batch)
     ]
+    finished: set[int] = set()
     started = time.perf_counter()
     inputs = runs = 0
     kinds: Counter[str] = Counter()
@@ -87,7 +91,8 @@ def main() -> int:
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            for done, made, found, examples, dumped in pool.imap_unordered(_work, jobs):
+            for first, done, made, found, examples, dumped in pool.imap_unordered(_work, jobs):
+                finished.add(first)
                 if dump is not None:
                     for line in dumped:
                         dump.write(json.dumps(line, ensure_ascii=True) + "\n")
@@ -106,9 +111,17 @@ def main() -> int:
     if dump is not None:
         dump.close()
     seconds = time.perf_counter() - started
-    stopped = " (interrupted: the batches done)" if interrupted else ""
+    stopped = ""
+    if interrupted:
+        resume = next(
+            first
+            for _, first, _ in [*jobs, (args.seed, args.start + args.inputs, 0)]
+            if first not in finished
+        )
+        stopped = f" (interrupted: the batches done; every input before {resume:,} is done)"
     print(
-        f"inputs: {inputs:,}  parser runs: {runs:,}  ({seconds:.0f} s, seed {args.seed}){stopped}"
+        f"inputs: {inputs:,} from number {args.start:,}  parser runs: {runs:,}  ({seconds:.0f} s, "
+        f"seed {args.seed}){stopped}"
     )
     print(f"inputs with findings, by kind: {len(kinds)} kinds")
     for signature, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
