@@ -220,6 +220,15 @@ def _unsafe(value: Any, depth: int = 1) -> str | None:
     return None
 
 
+def _closes_a_tag(text: str, marker: str) -> bool:
+    """Whether the marker's own `>` closes a tag whose `>` a mutation deleted
+    (`<parameter=path>m1>x` mutated into `<parameter=pathm1>x`)."""
+    if ">" not in marker:
+        return False
+    before = text[: text.index(marker) + marker.index(">")]
+    return before.rfind("<") > before.rfind(">")
+
+
 def _places_findings(
     case: Case, result: ParseResult, options: str, has_tools: bool
 ) -> list[Finding]:
@@ -244,6 +253,8 @@ def _places_findings(
     for marker in case.markers:
         if text.count(marker) != 1:
             continue  # cut or duplicated by a mutation
+        if case.mutated and _closes_a_tag(text, marker):
+            continue  # rightly split between the tag and what follows it
         where = [(kind, call) for kind, place, call in places for _ in range(place.count(marker))]
         home, expected = case.home(marker)
         if not where:
