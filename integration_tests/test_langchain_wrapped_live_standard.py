@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 
 from hermes_tools.langchain import ChatModelWithToolCalling
@@ -70,3 +71,20 @@ class TestWrappedChatLlamaCppLive(ChatModelIntegrationTests):
     @property
     def returns_usage_metadata(self) -> bool:
         return False  # llama-cpp-python's ChatLlamaCpp reports none
+
+    # One llama.cpp context cannot decode on two threads at once: LangChain's default `batch`
+    # and `abatch` run the invokes on threads, and the process dies in llama.cpp (ChatLlamaCpp
+    # alone does the same). The standard checks, one request at a time, as the docs advise.
+    def test_batch(self, model: BaseChatModel) -> None:
+        self._check_batch(model.batch(["Hello", "Hey"], config={"max_concurrency": 1}))
+
+    async def test_abatch(self, model: BaseChatModel) -> None:
+        self._check_batch(await model.abatch(["Hello", "Hey"], config={"max_concurrency": 1}))
+
+    @staticmethod
+    def _check_batch(results: list[BaseMessage]) -> None:
+        assert len(results) == 2
+        for result in results:
+            assert isinstance(result, AIMessage)
+            assert isinstance(result.text, str)
+            assert result.content
