@@ -21,6 +21,7 @@ from langchain_core.callbacks import (
 from langchain_core.language_models import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding
+from langchain_core.tracers.base import BaseTracer
 from pydantic import ConfigDict, PrivateAttr
 
 from hermes_tools._policy.drive import AsyncTransport, Transport
@@ -83,10 +84,13 @@ class ChatModelWithToolCalling(ToolCallingChatModel):
 def inner_callbacks(
     run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
 ) -> CallbackManager | AsyncCallbackManager | list[Any]:
-    """The callbacks of the wrapped model's run: a child of the wrapper's run (so a trace
-    shows it inside), tagged `nostream` so that LangGraph's message stream gives the
-    wrapper's messages only, not the raw text with its call markup. Without a run, none at
-    all: the wrapped model must not pick up the callbacks of the code around it."""
+    """The callbacks of the wrapped model's run: the tracers only (LangSmith's and the other
+    `BaseTracer`s), as a child of the wrapper's run, so a trace shows the raw exchange inside.
+    Every other handler sees one chat model run, the wrapper's, as it would for a native
+    model: a token printer does not print the raw text with its call markup, a usage counter
+    does not count twice, LangGraph's message stream gives the wrapper's messages only (the
+    run is tagged `nostream` as well). Without a run, none at all: the wrapped model must not
+    pick up the callbacks of the code around it."""
     if run_manager is None:
         return []
     manager: CallbackManager | AsyncCallbackManager = (
@@ -94,7 +98,9 @@ def inner_callbacks(
         if isinstance(run_manager, AsyncCallbackManagerForLLMRun)
         else CallbackManager(handlers=[], parent_run_id=run_manager.run_id)
     )
-    manager.set_handlers(run_manager.inheritable_handlers)
+    manager.set_handlers(
+        [handler for handler in run_manager.inheritable_handlers if isinstance(handler, BaseTracer)]
+    )
     manager.add_tags([*run_manager.inheritable_tags, "nostream"])
     manager.add_metadata(run_manager.inheritable_metadata)
     return manager
