@@ -24,6 +24,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 _MODEL: list[BaseChatModel] = []
+_ONE_CONTEXT = (
+    "one llama.cpp context decodes one request at a time; LangChain's default batch runs "
+    "requests on threads and llama.cpp crashes (ChatLlamaCpp alone too)"
+)
 
 
 def _chat_llama_cpp() -> BaseChatModel:
@@ -74,11 +78,19 @@ class TestWrappedChatLlamaCppLive(ChatModelIntegrationTests):
 
     # One llama.cpp context cannot decode on two threads at once: LangChain's default `batch`
     # and `abatch` run the invokes on threads, and the process dies in llama.cpp (ChatLlamaCpp
-    # alone does the same). The standard checks, one request at a time, as the docs advise.
+    # alone does the same). Not run; the same checks, one request at a time, as the docs advise.
+    @pytest.mark.xfail(reason=_ONE_CONTEXT, run=False)
     def test_batch(self, model: BaseChatModel) -> None:
+        super().test_batch(model)
+
+    @pytest.mark.xfail(reason=_ONE_CONTEXT, run=False)
+    async def test_abatch(self, model: BaseChatModel) -> None:
+        await super().test_abatch(model)
+
+    def test_batch_one_at_a_time(self, model: BaseChatModel) -> None:
         self._check_batch(model.batch(["Hello", "Hey"], config={"max_concurrency": 1}))
 
-    async def test_abatch(self, model: BaseChatModel) -> None:
+    async def test_abatch_one_at_a_time(self, model: BaseChatModel) -> None:
         self._check_batch(await model.abatch(["Hello", "Hey"], config={"max_concurrency": 1}))
 
     @staticmethod
