@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.base.llms.types import LLMMetadata
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM
 
 from hermes_tools.errors import WrongTypeError
@@ -25,6 +26,7 @@ class LLMWithToolCalling(ToolCallingLLM):
     """An LLM given tool calling by hermes-tools (make one with `with_tool_calling`)."""
 
     llm: LLM = Field(description="The LLM that writes the text (called with plain messages).")
+    _unreported_llm: LLM | None = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -40,10 +42,21 @@ class LLMWithToolCalling(ToolCallingLLM):
         return f"{llm.class_name()}:{llm.metadata.model_name}:{getattr(llm, 'base_url', '')}"
 
     def _transport(self) -> LLMTransport:
-        return LLMTransport(self.llm)
+        return LLMTransport(self._unreported())
 
     def _async_transport(self) -> AsyncLLMTransport:
-        return AsyncLLMTransport(self.llm)
+        return AsyncLLMTransport(self._unreported())
+
+    def _unreported(self) -> LLM:
+        """The wrapped LLM with no callback handler: the handlers around the wrapper see one
+        LLM event per request, the wrapper's, as around a native LLM (a token counter does not
+        count the tools prompt and the reply twice). A shallow copy made once, so that the
+        clients it makes are made once: the model and its settings are the wrapped LLM's."""
+        if self._unreported_llm is None:
+            silent = CallbackManager()
+            silent.set_handlers([])  # given none, the constructor takes Settings' handlers
+            self._unreported_llm = self.llm.model_copy(update={"callback_manager": silent})
+        return self._unreported_llm
 
 
 def with_tool_calling(llm: LLM, **options: Any) -> LLMWithToolCalling:
