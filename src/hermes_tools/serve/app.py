@@ -439,7 +439,13 @@ class _Responder:
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self.exchange.error = self.exchange.error or code or kind
-        await self.whole(status, error_body(message, kind, param, code), headers)
+        await self.whole(status, self.error_body(status, message, kind, param, code), headers)
+
+    def error_body(
+        self, status: int, message: str, kind: str, param: str | None, code: str | None
+    ) -> bytes:
+        """An error in this API's shape (OpenAI's here)."""
+        return error_body(message, kind, param, code)
 
 
 async def _until_disconnected(receive: Receive) -> None:
@@ -521,10 +527,7 @@ class ChatCompletions(_Handler):
         responder: _Responder,
     ) -> None:
         try:
-            if session is None:
-                completion = await transport.create(chat)
-            else:
-                completion = await awhole_reply(session, transport)
+            completion = await whole_answer(session, transport, chat)
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
@@ -540,8 +543,7 @@ class ChatCompletions(_Handler):
         responder: _Responder,
     ) -> None:
         exchange = responder.exchange
-        chunks = transport.stream(chat) if session is None else astream_reply(session, transport)
-        try:
+        async with closed_at_end(answer_chunks(session, transport, chat)) as chunks:
             try:
                 # The first chunk before the answer starts: a request that fails, fails with
                 # its status.
@@ -561,9 +563,36 @@ class ChatCompletions(_Handler):
                 await responder.finish(b"data: " + body + b"\n\n")
             else:
                 await responder.finish(b"data: [DONE]\n\n")
-        finally:
-            with anyio.CancelScope(shield=True):
-                await chunks.aclose()  # type: ignore[attr-defined]
+
+
+async def whole_answer(
+    session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
+) -> dict[str, Any]:
+    """The whole answer: the reply policy's, or the upstream's as it is (no session)."""
+    if session is None:
+        return await transport.create(chat)
+    return await awhole_reply(session, transport)
+
+
+def answer_chunks(
+    session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The answer's chunks: the reply policy's, or the upstream's as they come where the
+    policy has nothing to do (no session)."""
+    return transport.stream(chat) if session is None else astream_reply(session, transport)
+
+
+@asynccontextmanager
+async def closed_at_end(
+    chunks: AsyncIterator[dict[str, Any]],
+) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    """`chunks`, closed (and so the upstream's stream) however the request ends, even when it
+    is cancelled because the client went away."""
+    try:
+        yield chunks
+    finally:
+        with anyio.CancelScope(shield=True):
+            await chunks.aclose()  # type: ignore[attr-defined]
 
 
 async def _relay_failure(exc: Exception, responder: _Responder, settings: ServeSettings) -> None:

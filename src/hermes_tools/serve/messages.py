@@ -52,6 +52,7 @@ from hermes_tools.serve.app import (
     _Responder,
     _stream_failure,
     cancel_on_disconnect,
+    closed_at_end,
     error_message,
     relayed_headers,
 )
@@ -101,18 +102,10 @@ def error_data(kind: str, message: str) -> dict[str, Any]:
 class AnthropicResponder(_Responder):
     """Writes errors as Anthropic does: `{"type": "error", "error": {type, message}}`."""
 
-    async def error(
-        self,
-        status: int,
-        message: str,
-        kind: str,
-        param: str | None = None,
-        code: str | None = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        self.exchange.error = self.exchange.error or code or kind
-        body = json.dumps(error_data(error_type(status), message)).encode()
-        await self.whole(status, body, headers)
+    def error_body(
+        self, status: int, message: str, kind: str, param: str | None, code: str | None
+    ) -> bytes:
+        return json.dumps(error_data(error_type(status), message)).encode()
 
 
 def _rejected(where: str, problem: str) -> RequestRejected:
@@ -302,10 +295,9 @@ def _user(content: list[Any], where: str, known_ids: set[str]) -> list[dict[str,
     for number, block in enumerate(content):
         at = f"{where}.{number}"
         kind = _block_type(block, at)
-        if kind == "text":
-            parts.append({"type": "text", "text": _text(block, at)})
-        elif kind == "image":
-            parts.append(_image(block, at))
+        part = _text_or_image(block, kind, at)
+        if part is not None:
+            parts.append(part)
         elif kind == "tool_result":
             results.append(_tool_result(block, at, known_ids))
         else:
@@ -316,6 +308,15 @@ def _user(content: list[Any], where: str, known_ids: set[str]) -> list[dict[str,
     if parts or not results:
         results.append({"role": "user", "content": parts})
     return results
+
+
+def _text_or_image(block: Mapping[str, Any], kind: str, where: str) -> dict[str, Any] | None:
+    """A `text` or `image` block as an OpenAI content part; None for other kinds."""
+    if kind == "text":
+        return {"type": "text", "text": _text(block, where)}
+    if kind == "image":
+        return _image(block, where)
+    return None
 
 
 def _image(block: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -357,15 +358,13 @@ def _tool_result(block: Mapping[str, Any], where: str, known_ids: set[str]) -> d
         for number, part in enumerate(content):
             at = f"{where}.content.{number}"
             kind = _block_type(part, at)
-            if kind == "text":
-                value.append({"type": "text", "text": _text(part, at)})
-            elif kind == "image":
-                value.append(_image(part, at))
-            else:
+            read = _text_or_image(part, kind, at)
+            if read is None:
                 raise _rejected(
                     f"{at}.type",
                     f"unknown content block type {kind!r} in a tool_result; expected text or image",
                 )
+            value.append(read)
     else:
         raise _rejected(f"{where}.content", "must be a string or an array of blocks")
     result: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": value}
@@ -891,16 +890,12 @@ async def _read_upstream(
     sender: MemoryObjectSendStream[_Item],
 ) -> None:
     """Drive the policy over the upstream, handing on each chunk, then any failure."""
-    async with sender:
-        chunks = astream_reply(session, transport)
+    async with sender, closed_at_end(astream_reply(session, transport)) as chunks:
         try:
             async for chunk in chunks:
                 await sender.send(("chunk", chunk))
         except Exception as exc:
             await sender.send(("failed", exc))
-        finally:
-            with anyio.CancelScope(shield=True):
-                await chunks.aclose()  # type: ignore[attr-defined]
 
 
 def _count(exchange: Exchange, calls: list[str], invalid: list[dict[str, Any]]) -> None:

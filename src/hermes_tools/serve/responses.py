@@ -27,11 +27,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.types import Receive
 
-from hermes_tools._policy.drive import astream_reply, awhole_reply
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import HermesToolsError, RequestRejected
 from hermes_tools.serve.app import (
@@ -41,7 +39,10 @@ from hermes_tools.serve.app import (
     _relay_failure,
     _Responder,
     _stream_failure,
+    answer_chunks,
     cancel_on_disconnect,
+    closed_at_end,
+    whole_answer,
 )
 from hermes_tools.serve.responses_shape import (
     ChatRequest,
@@ -193,10 +194,7 @@ class Responses(_Handler):
     ) -> None:
         created = time.time()
         try:
-            if session is None:
-                completion = await transport.create(read.chat)
-            else:
-                completion = await awhole_reply(session, transport)
+            completion = await whole_answer(session, transport, read.chat)
         except Exception as exc:
             await _relay_failure(exc, responder, self.settings)
             return
@@ -217,10 +215,7 @@ class Responses(_Handler):
     ) -> None:
         exchange = responder.exchange
         created = time.time()
-        chunks = (
-            transport.stream(read.chat) if session is None else astream_reply(session, transport)
-        )
-        try:
+        async with closed_at_end(answer_chunks(session, transport, read.chat)) as chunks:
             try:
                 # The first chunk before the answer starts: a request that fails, fails with
                 # its status.
@@ -246,9 +241,6 @@ class Responses(_Handler):
                 failed = events.fail(str(error.get("message")), str(error.get("code") or "error"))
                 await responder.finish(b"".join(map(sse, failed)))
                 return
-        finally:
-            with anyio.CancelScope(shield=True):
-                await chunks.aclose()  # type: ignore[attr-defined]
         if keep:
             self.store.put(events.response, read.items)
         await responder.finish(b"".join(map(sse, ending)))
