@@ -83,14 +83,18 @@ async def data_fields(response: httpx.Response) -> AsyncIterator[bytes]:
     anyway, which is a good part of the proxy's work per chunk. Comments, event names and the
     blank lines between events are skipped; lines may end in CRLF, LF or CR.
     """
-    pending = b""
+    pending: list[bytes] = []  # the line not yet ended, in pieces: joined once, when it ends
     async for piece in response.aiter_bytes():
         if b"\r" in piece:
             piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = (pending + piece).split(b"\n")
-        pending = lines.pop()
+        if b"\n" not in piece:
+            pending.append(piece)
+            continue
+        lines = b"".join([*pending, piece]).split(b"\n")
+        pending = [lines.pop()]
         for line in lines:
             if line.startswith(b"data:"):
                 yield line[5:].strip()
-    if pending.startswith(b"data:"):
-        yield pending[5:].strip()
+    last = b"".join(pending)
+    if last.startswith(b"data:"):
+        yield last[5:].strip()
