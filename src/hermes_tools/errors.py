@@ -87,6 +87,10 @@ class ArgumentsProblem(HermesToolsError):
     """Why an argument text is not acceptable; the message is the reason shown to users."""
 
 
+class GrammarTooLarge(HermesToolsError):
+    """The tools would make a grammar too large to be worth building: sent unconstrained."""
+
+
 class RequestRejected(HermesToolsError):
     """A request the proxy answers with 400 itself; it never leaves the proxy."""
 

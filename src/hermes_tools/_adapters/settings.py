@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from hermes_tools._constrain.memory import Constrain
 from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax
@@ -64,7 +65,12 @@ class ToolCallingSettings(BaseModel):
             check_grounding=self.check_grounding,
             aggregate=not stream,
             native_first=NativeFirst(self._endpoint()) if self.native_tools == "auto" else None,
+            constrain=self._constrain(),
         )
+
+    def _constrain(self) -> Constrain | None:
+        """Constrained calls: only for an endpoint reached over HTTP (see `HermesSettings`)."""
+        return None
 
     def _endpoint(self) -> str:
         """Where the model is, for remembering whether it takes tools natively."""
@@ -74,7 +80,17 @@ class ToolCallingSettings(BaseModel):
 class HermesSettings(ToolCallingSettings):
     """The options, and the `openai` clients of an endpoint reached over HTTP."""
 
+    constrain: Literal["off", "auto", "gbnf", "vllm", "vllm_guided", "sglang", "json_schema"] = (
+        "off"
+    )
+    """"auto": have the server hold replies to the tools (free text, or calls that follow
+    their schemas), where its probe shows it can (llama.cpp, vLLM, SGLang; a required call on
+    Ollama and LM Studio); a server kind skips the probe; "off" sends requests as they are."""
+
     _clients: LazyClients = PrivateAttr(default_factory=LazyClients)
+
+    def _constrain(self) -> Constrain | None:
+        return Constrain(self.constrain, self._endpoint()) if self.constrain != "off" else None
 
     def _client_options(self, *, asynchronous: bool) -> dict[str, Any]:
         """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol
 
+from hermes_tools._constrain.servers import probe_passed
 from hermes_tools._policy.native import refuses_tools
 from hermes_tools._policy.session import Chunk, ReplySession
 
@@ -41,13 +42,67 @@ class AsyncTransport(Protocol):
     async def create(self, request: dict[str, Any]) -> Mapping[str, Any]: ...
 
 
+def send_again(session: ReplySession, error: BaseException) -> bool:
+    """Whether a request that failed before any of its reply went out is sent again: the tools
+    went natively and were refused, or a constraint went with it (now sent without one)."""
+    if session.native and refuses_tools(error):
+        session.native_refused()
+        return True
+    if session.constrained:
+        session.constraint_failed()
+        return True
+    return False
+
+
+def probe(session: ReplySession, transport: Transport) -> None:
+    """Find out what the endpoint constrains, where the session needs to know."""
+    if not session.needs_probe:
+        return
+    answered = False
+    for kind, request in session.probe_requests():
+        try:
+            response = transport.create(request)
+        except transport.failures as error:
+            answered = answered or _answered(error)
+            continue
+        if probe_passed(kind, response):
+            session.probed(kind)
+            return
+        answered = True
+    if answered:  # an endpoint that could not be reached is probed again next time
+        session.probed(None)
+
+
+async def aprobe(session: ReplySession, transport: AsyncTransport) -> None:
+    if not session.needs_probe:
+        return
+    answered = False
+    for kind, request in session.probe_requests():
+        try:
+            response = await transport.create(request)
+        except transport.failures as error:
+            answered = answered or _answered(error)
+            continue
+        if probe_passed(kind, response):
+            session.probed(kind)
+            return
+        answered = True
+    if answered:
+        session.probed(None)
+
+
+def _answered(error: BaseException) -> bool:
+    """Whether a failed request reached a server that answered (with an error status)."""
+    return any(isinstance(getattr(error, name, None), int) for name in ("status_code", "status"))
+
+
 def whole_reply(session: ReplySession, transport: Transport) -> dict[str, Any]:
+    probe(session, transport)
     while True:
         try:
             ask_again = session.completion(transport.create(session.request()))
         except transport.failures as error:
-            if session.native and refuses_tools(error):
-                session.native_refused()
+            if send_again(session, error):
                 continue
             if session.continuation_failed() is None:
                 raise
@@ -64,6 +119,8 @@ def stream_reply(
     """The reply's chunks, repairs included. `first`: the first attempt's stream, when the
     transport already opened it (so that a failing request fails where it was made)."""
     upstream = first
+    if upstream is None:
+        probe(session, transport)
     while True:
         sent = False
         try:
@@ -85,8 +142,7 @@ def stream_reply(
                 return
         except transport.failures as error:
             upstream = None
-            if session.native and not sent and refuses_tools(error):
-                session.native_refused()
+            if not sent and send_again(session, error):
                 continue
             ending = session.continuation_failed()
             if ending is None:
@@ -96,12 +152,12 @@ def stream_reply(
 
 
 async def awhole_reply(session: ReplySession, transport: AsyncTransport) -> dict[str, Any]:
+    await aprobe(session, transport)
     while True:
         try:
             ask_again = session.completion(await transport.create(session.request()))
         except transport.failures as error:
-            if session.native and refuses_tools(error):
-                session.native_refused()
+            if send_again(session, error):
                 continue
             if session.continuation_failed() is None:
                 raise
@@ -116,6 +172,8 @@ async def astream_reply(
     first: AsyncIterator[Mapping[str, Any]] | None = None,
 ) -> AsyncIterator[Chunk]:
     upstream = first
+    if upstream is None:
+        await aprobe(session, transport)
     turn_started = time.perf_counter()
     while True:
         sent = False
@@ -143,8 +201,7 @@ async def astream_reply(
                 return
         except transport.failures as error:
             upstream = None
-            if session.native and not sent and refuses_tools(error):
-                session.native_refused()
+            if not sent and send_again(session, error):
                 continue
             ending = session.continuation_failed()
             if ending is None:

@@ -29,8 +29,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
+from hermes_tools._constrain.memory import Constrain
+from hermes_tools._constrain.servers import ServerKind, constraint_fields, probe_requests
 from hermes_tools._parse.json_text.lexer import canonical
 from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, MadeCall
 from hermes_tools._policy.native import NativeFirst
@@ -74,6 +76,7 @@ class ReplySession:
         check_grounding: bool = True,
         aggregate: bool = True,
         native_first: NativeFirst | None = None,
+        constrain: Constrain | None = None,
     ) -> None:
         self._toolbox = Toolbox(request.get("tools"))
         self._fmt = fmt
@@ -157,13 +160,70 @@ class ReplySession:
             and bool(self._toolbox)
             and native_first.memory.worth_trying(native_first.endpoint, self._model)
         )
+        constrainable = self._toolbox and self._choice.mode != "none" and self._parse_calls
+        self._constrain = constrain if constrain is not None and constrainable else None
+        self._constraints: dict[str, dict[str, Any] | None] = {}  # kind -> fields
+        self.constrained = False  # whether the last request went out with a constraint
 
     def request(self) -> dict[str, Any]:
         """The body of the next upstream request: plain chat, the tools in the prompt (or,
         for a first attempt with native tools, the request as it came)."""
         if self.native:
+            self.constrained = False
             return dict(self._original)
-        return {**self._upstream, "messages": self._messages + self._retry_turns}
+        body = {**self._upstream, "messages": self._messages + self._retry_turns}
+        fields = self._constraint_fields()
+        self.constrained = fields is not None
+        return body if fields is None else {**body, **fields}
+
+    @property
+    def needs_probe(self) -> bool:
+        """Whether to find out first what the endpoint constrains (once per endpoint and
+        model in a process): see `probe_requests` and `probed`."""
+        c = self._constrain
+        return (
+            c is not None
+            and c.mode == "auto"
+            and not self.native
+            and not c.memory.known(c.endpoint, self._model)
+        )
+
+    def probe_requests(self) -> list[tuple[ServerKind, dict[str, Any]]]:
+        return probe_requests(self._model)
+
+    def probed(self, kind: ServerKind | None) -> None:
+        """What the probe showed: the kind of constraint that took effect, or None."""
+        if self._constrain is not None:
+            c = self._constrain
+            c.memory.remember(c.endpoint, self._model, kind)
+
+    def constraint_failed(self) -> None:
+        """A constrained request failed: send it again without, from now on for this endpoint
+        and model."""
+        self.probed(None)
+
+    def _constraint_fields(self) -> dict[str, Any] | None:
+        c = self._constrain
+        if c is None:
+            return None
+        if c.memory.known(c.endpoint, self._model):
+            kind = c.memory.kind(c.endpoint, self._model)
+        else:
+            kind = None if c.mode == "auto" else cast(ServerKind, c.mode)
+        if kind is None:
+            return None
+        if kind not in self._constraints:
+            fmt = self._fmt
+            self._constraints[kind] = constraint_fields(
+                kind,
+                self._toolbox.specs,
+                self._choice,
+                self._parallel,
+                syntax=fmt.syntax,
+                call_tag=fmt.call_tag,
+                think_open=fmt.think_open,
+            )
+        return self._constraints[kind]
 
     def native_refused(self) -> None:
         """The model or server refused the tools sent natively: write them into the prompt,

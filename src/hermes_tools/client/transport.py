@@ -11,6 +11,7 @@ import openai
 from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from hermes_tools._constrain.servers import EXTRA_FIELDS
 from hermes_tools.client.diagnosis import explained
 from hermes_tools.errors import IncompleteStreamError
 
@@ -55,17 +56,28 @@ class AsyncOpenAITransport:
         return wire(await acreate(self.client, request))
 
 
+def sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
+    """A request as the SDK's keyword arguments: the fields it does not know (a constraint's)
+    go in `extra_body`, as the SDK asks."""
+    extra = {key: request[key] for key in EXTRA_FIELDS if key in request}
+    if not extra:
+        return request
+    arguments = {key: value for key, value in request.items() if key not in extra}
+    arguments["extra_body"] = {**(request.get("extra_body") or {}), **extra}
+    return arguments
+
+
 def create(client: OpenAI, request: dict[str, Any]) -> Any:
     """`chat.completions.create`, its errors saying the likely fix (see `diagnosis`)."""
     try:
-        return client.chat.completions.create(**request)
+        return client.chat.completions.create(**sdk_arguments(request))
     except openai.APIError as error:
         raise explained(error, client, request.get("model")) from None
 
 
 async def acreate(client: AsyncOpenAI, request: dict[str, Any]) -> Any:
     try:
-        return await client.chat.completions.create(**request)
+        return await client.chat.completions.create(**sdk_arguments(request))
     except openai.APIError as error:
         raise explained(error, client, request.get("model")) from None
 

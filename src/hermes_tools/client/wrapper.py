@@ -15,8 +15,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools._policy.drive import astream_reply, awhole_reply, stream_reply, whole_reply
-from hermes_tools._policy.native import NATIVE_TOOLS_MODES, NativeFirst, refuses_tools
+from hermes_tools._constrain.memory import Constrain
+from hermes_tools._constrain.servers import CONSTRAIN_MODES
+from hermes_tools._policy.drive import (
+    aprobe,
+    astream_reply,
+    awhole_reply,
+    probe,
+    send_again,
+    stream_reply,
+    whole_reply,
+)
+from hermes_tools._policy.native import NATIVE_TOOLS_MODES, NativeFirst
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.client.transport import (
@@ -60,8 +70,10 @@ class _Wrapper(Generic[ClientT]):
         parse_without_tools: bool,
         check_grounding: bool = True,
         native_tools: str = "never",
+        constrain: str = "off",
     ) -> None:
         self._client: ClientT = client
+        self._constrain = constrain
         self._format = fmt
         self._repair_attempts = repair_attempts
         self._parse_without_tools = parse_without_tools
@@ -105,6 +117,11 @@ class _Wrapper(Generic[ClientT]):
             native_first=(
                 NativeFirst(str(self._client.base_url)) if self._native_tools == "auto" else None
             ),
+            constrain=(
+                Constrain(self._constrain, str(self._client.base_url))
+                if self._constrain != "off"
+                else None
+            ),
         )
 
     def _options(self) -> dict[str, Any]:
@@ -114,6 +131,7 @@ class _Wrapper(Generic[ClientT]):
             "parse_without_tools": self._parse_without_tools,
             "check_grounding": self._check_grounding,
             "native_tools": self._native_tools,
+            "constrain": self._constrain,
         }
 
 
@@ -147,12 +165,12 @@ class HermesOpenAI(_Wrapper[OpenAI]):
             return create(self._client, kwargs)  # type: ignore[no-any-return]
         transport = OpenAITransport(self._client)
         if session.request().get("stream") is True:
+            probe(session, transport)
             try:
                 first: Stream[ChatCompletionChunk] = create(self._client, session.request())
             except REQUEST_FAILED as error:
-                if not (session.native and refuses_tools(error)):
+                if not send_again(session, error):
                     raise
-                session.native_refused()
                 first = create(self._client, session.request())
             return HermesStream(stream_reply(session, transport, chunks(first)), first.response)
         return ChatCompletion.model_validate(whole_reply(session, transport))
@@ -199,14 +217,14 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
             return await acreate(self._client, kwargs)  # type: ignore[no-any-return]
         transport = AsyncOpenAITransport(self._client)
         if session.request().get("stream") is True:
+            await aprobe(session, transport)
             try:
                 first: AsyncStream[ChatCompletionChunk] = await acreate(
                     self._client, session.request()
                 )
             except REQUEST_FAILED as error:
-                if not (session.native and refuses_tools(error)):
+                if not send_again(session, error):
                     raise
-                session.native_refused()
                 first = await acreate(self._client, session.request())
             chunks = astream_reply(session, transport, achunks(first))
             return AsyncHermesStream(chunks, first.response)
@@ -281,6 +299,7 @@ def wrap(
     parse_without_tools: bool = False,
     check_grounding: bool | None = None,
     native_tools: str = "never",
+    constrain: str = "off",
     **format_options: Any,
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
@@ -302,6 +321,13 @@ def wrap(
     (or answers with a call in its text), the request is answered by writing them into the
     prompt, and that is remembered for the endpoint and model for the life of the process.
     The default, "never", always writes them into the prompt.
+
+    `constrain="auto"` has the server hold the reply to the tools: free text, or calls whose
+    arguments follow their tool's schema (a call required or named: only calls). The endpoint
+    is probed once per model to learn which constraint it applies (llama.cpp's GBNF grammars,
+    vLLM's or SGLang's structural tags, a JSON schema on Ollama and LM Studio); a server that
+    applies none, or fails on one, is sent requests as they are. A server kind ("gbnf",
+    "vllm", "vllm_guided", "sglang", "json_schema") skips the probe. Default "off".
     """
     if format is not None and format_options:
         raise FormatOptionError(
@@ -316,16 +342,32 @@ def wrap(
             f"native_tools must be one of {', '.join(map(repr, NATIVE_TOOLS_MODES))}, "
             f"not {native_tools!r}."
         )
+    if constrain not in CONSTRAIN_MODES:
+        raise FormatOptionError(
+            f"constrain must be one of {', '.join(map(repr, CONSTRAIN_MODES))}, not {constrain!r}."
+        )
     fmt = format if format is not None else HermesFormat(**format_options)
     if check_grounding is None:
         check_grounding = fmt.legacy_check_grounding is not False
     if isinstance(client, AsyncOpenAI):
         return AsyncHermesOpenAI(
-            client, fmt, repair_attempts, parse_without_tools, check_grounding, native_tools
+            client,
+            fmt,
+            repair_attempts,
+            parse_without_tools,
+            check_grounding,
+            native_tools,
+            constrain,
         )
     if isinstance(client, OpenAI):
         return HermesOpenAI(
-            client, fmt, repair_attempts, parse_without_tools, check_grounding, native_tools
+            client,
+            fmt,
+            repair_attempts,
+            parse_without_tools,
+            check_grounding,
+            native_tools,
+            constrain,
         )
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."

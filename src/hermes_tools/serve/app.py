@@ -42,6 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from hermes_tools._constrain.memory import Constrain
 from hermes_tools._policy.drive import astream_reply, awhole_reply
 from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.request import uses_tools
@@ -235,6 +236,11 @@ class Upstream:
             check_grounding=options.check_grounding,
             aggregate=chat.get("stream") is not True,
             native_first=NativeFirst(self.settings.upstream_base) if native else None,
+            constrain=(
+                Constrain(options.constrain, self.settings.upstream_base)
+                if options.constrain != "off"
+                else None
+            ),
         )
 
     def url_for(self, path: str) -> str:

@@ -14,6 +14,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools.errors import ServeConfigError
@@ -124,6 +125,13 @@ def add_serve_command(commands: Any) -> None:
         "model refuses them (remembered per model); never (default): always the prompt",
     )
     options.add_argument(
+        "--constrain",
+        choices=CONSTRAIN_MODES,
+        default=None,
+        help="auto: have the upstream hold replies to the tools where its probe shows it can "
+        "(llama.cpp grammars, vLLM/SGLang structural tags); off (default): as they are",
+    )
+    options.add_argument(
         "--repair-attempts",
         type=int,
         metavar="N",
@@ -148,6 +156,7 @@ _CLI_OPTIONS = (
     "think_open",
     "check_grounding",
     "native_tools",
+    "constrain",
     "repair_attempts",
     "parse_without_tools",
 )

@@ -41,6 +41,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
+from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools.errors import HermesToolsError, ServeConfigError
 from hermes_tools.format import HermesFormat
@@ -58,6 +59,7 @@ OPTION_TYPES: dict[str, type] = {
     "think_open": bool,
     "check_grounding": bool,
     "native_tools": str,
+    "constrain": str,
     "repair_attempts": int,
     "parse_without_tools": bool,
     "upstream_model": str,
@@ -67,6 +69,7 @@ _NOT_FORMAT = (
     "parse_without_tools",
     "check_grounding",
     "native_tools",
+    "constrain",
     "upstream_model",
 )
 _CONFIG_KEYS = (
@@ -90,6 +93,7 @@ class EndpointOptions:
     parse_without_tools: bool = False
     check_grounding: bool = True
     native_tools: str = "never"
+    constrain: str = "off"
     # The model name the upstream is asked for (None: the client's, as it came).
     upstream_model: str | None = None
 
@@ -238,6 +242,11 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
             f"native_tools in {where} must be one of {', '.join(NATIVE_TOOLS_MODES)}, "
             f"not {native_tools!r}."
         )
+    constrain = options.get("constrain", "off")
+    if constrain not in CONSTRAIN_MODES:
+        raise ServeConfigError(
+            f"constrain in {where} must be one of {', '.join(CONSTRAIN_MODES)}, not {constrain!r}."
+        )
     repair_attempts = options.get("repair_attempts", 1)
     if repair_attempts < 0:
         raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
@@ -256,6 +265,7 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
         options.get("parse_without_tools", False),
         options.get("check_grounding", True),
         native_tools,
+        constrain,
         upstream_model,
     )
 
