@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluation.cases import CASES, Case
+from evaluation.decode_speed import decode_ms_per_token
 from evaluation.prompts import DEFAULT_RUN, VARIANTS
 from evaluation.runner import Endpoint, Outcome, Target, run_case_on
 from evaluation.scoring import Rate, metrics, succeeded
@@ -58,7 +59,10 @@ ROWS = [
     ("score", "score: exact% - false%"),
     ("prompt_tokens", "prompt tokens (median, one-turn cases)"),
     ("seconds", "seconds per case (median)"),
+    ("decode_ms", "decode ms per token (streamed, first requests of single-call cases)"),
 ]
+# How many single-call cases the decode time per token is measured on.
+SPEED_CASES = 12
 
 
 def evaluate(
@@ -68,25 +72,35 @@ def evaluate(
     label: str,
     isolate: bool,
     transport: str = "http",
+    constrains: tuple[str, ...] = ("off",),
 ) -> dict[str, Any]:
+    """Every case under every variant, and under each `constrain` mode given (a column each:
+    the variant's name, with the mode unless it is "off")."""
     ordered = sorted(cases, key=lambda c: [t["function"]["name"] for t in c.tools])
     report: dict[str, Any] = {"model": target.model, "transport": transport, "variants": {}}
     for name in variants:
-        outcomes: list[Outcome] = []
-        for case in ordered:
-            outcome = run_case_on(target, VARIANTS[name], case, isolate)
-            outcomes.append(outcome)
-            verdict = "ok " if succeeded(case, outcome) else "NO "
-            print(
-                f"[{label} {name}] {verdict} {case.id:22} {outcome.seconds:5.1f}s "
-                f"{outcome.error or _brief(outcome)}",
-                file=sys.stderr,
-                flush=True,
-            )
-        report["variants"][name] = {
-            "metrics": metrics(cases, outcomes),
-            "outcomes": [o.to_dict() for o in outcomes],
-        }
+        for constrain in constrains:
+            column = name if constrain == "off" else f"{name}, constrain {constrain}"
+            outcomes: list[Outcome] = []
+            for case in ordered:
+                outcome = run_case_on(target, VARIANTS[name], case, isolate, constrain)
+                outcomes.append(outcome)
+                verdict = "ok " if succeeded(case, outcome) else "NO "
+                print(
+                    f"[{label} {column}] {verdict} {case.id:22} {outcome.seconds:5.1f}s "
+                    f"{outcome.error or _brief(outcome)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            report["variants"][column] = {
+                "metrics": metrics(cases, outcomes),
+                "outcomes": [o.to_dict() for o in outcomes],
+            }
+            if len(constrains) > 1 and isinstance(target, Endpoint):
+                speed_cases = [c for c in ordered if c.kind == "single"][:SPEED_CASES]
+                report["variants"][column]["metrics"]["decode_ms"] = decode_ms_per_token(
+                    target.base_url, target.model, speed_cases, constrain, target.api_key
+                )
     return report
 
 
@@ -170,7 +184,7 @@ def table(report: dict[str, Any]) -> str:
         "| --- |" + " ---: |" * len(variants),
     ]
     for key, label in ROWS:
-        cells = [_cell(report["variants"][v]["metrics"][key]) for v in variants]
+        cells = [_cell(report["variants"][v]["metrics"].get(key)) for v in variants]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -229,6 +243,12 @@ def main() -> int:
         help="with --in-process: ChatLlamaCpp's own defaults (rope_freq_base=10000, "
         "n_batch=8, ...) instead of the settings the server runs with",
     )
+    parser.add_argument(
+        "--constrain",
+        default="off",
+        help="wrap()'s constrain modes to run, comma-separated (off,auto: both, side by side, "
+        "with decode time per token)",
+    )
     parser.add_argument("--json", type=Path, help="write the whole report here")
     parser.add_argument(
         "--compare",
@@ -266,6 +286,9 @@ def main() -> int:
     if args.llama_cpp_defaults and not args.in_process:
         parser.error("--llama-cpp-defaults goes with --in-process")
 
+    constrains = tuple(mode for mode in args.constrain.split(",") if mode)
+    if args.in_process and constrains != ("off",):
+        parser.error("--constrain needs an endpoint over HTTP (not --in-process)")
     isolate = bool(args.local) if args.isolate is None else args.isolate
     started = time.monotonic()
     reports: list[dict[str, Any]] = []
@@ -295,10 +318,11 @@ def main() -> int:
 
         for name in args.local.split(","):
             with start_local_model(name) as server:
-                done(evaluate(Endpoint(server.base_url, name), variants, cases, name, isolate))
+                endpoint = Endpoint(server.base_url, name)
+                done(evaluate(endpoint, variants, cases, name, isolate, "http", constrains))
     else:
         endpoint = Endpoint(args.base_url, args.model, args.api_key)
-        done(evaluate(endpoint, variants, cases, args.model, isolate))
+        done(evaluate(endpoint, variants, cases, args.model, isolate, "http", constrains))
     print(
         f"{len(cases)} cases x {len(variants)} prompts x {len(reports)} models, temperature 0, "
         f"{time.monotonic() - started:.0f} s in all"

@@ -116,7 +116,9 @@ class InProcessModel:
         )
 
     @contextmanager
-    def client(self, fmt: HermesFormat) -> Iterator[tuple[Any, Recording]]:
+    def client(self, fmt: HermesFormat, constrain: str = "off") -> Iterator[tuple[Any, Recording]]:
+        if constrain != "off":
+            raise ValueError("constrained calls need an endpoint over HTTP (not --in-process)")
         self._llama.recording = Recording()
         yield _PolicyClient(self.chat_model, fmt), self._llama.recording
 

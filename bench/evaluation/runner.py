@@ -22,6 +22,7 @@ from evaluation.cases import Case
 from evaluation.prompts import Variant
 from evaluation.tools import run_tool
 from hermes_tools import HermesFormat, wrap
+from hermes_tools._constrain.servers import is_probe
 
 MAX_TOKENS = 160
 # Whether a reply calls a tool shows in its first tokens; prose past that only costs time.
@@ -82,7 +83,7 @@ class Target(Protocol):
 
     def forget_prefix(self) -> None: ...
 
-    def client(self, fmt: HermesFormat) -> Any:
+    def client(self, fmt: HermesFormat, constrain: str = "off") -> Any:
         """A context manager giving `(client, recording)` for one case."""
         ...
 
@@ -97,7 +98,10 @@ class _Recorder(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self._inner.handle_request(request)
         if request.url.path.endswith("/chat/completions") and response.status_code == 200:
-            self.recording.request(json.loads(request.content)["messages"])
+            messages = json.loads(request.content)["messages"]
+            if is_probe(messages):
+                return response  # `constrain="auto"` asking what the endpoint constrains
+            self.recording.request(messages)
             response.read()
             self.recording.completion(response.json())
         return response
@@ -118,14 +122,14 @@ class Endpoint:
         forget_prefix(self.base_url, self.model, self.api_key)
 
     @contextmanager
-    def client(self, fmt: HermesFormat) -> Iterator[tuple[Any, Recording]]:
+    def client(self, fmt: HermesFormat, constrain: str = "off") -> Iterator[tuple[Any, Recording]]:
         recorder = _Recorder()
         http = httpx.Client(transport=recorder, timeout=600)
         try:
             openai = OpenAI(
                 base_url=self.base_url, api_key=self.api_key, http_client=http, max_retries=0
             )
-            yield wrap(openai, fmt), recorder.recording
+            yield wrap(openai, fmt, constrain=constrain), recorder.recording
         finally:
             http.close()
 
@@ -137,16 +141,19 @@ def run_case(
     return run_case_on(Endpoint(base_url, model, api_key), variant, case, isolate)
 
 
-def run_case_on(target: Target, variant: Variant, case: Case, isolate: bool = False) -> Outcome:
+def run_case_on(
+    target: Target, variant: Variant, case: Case, isolate: bool = False, constrain: str = "off"
+) -> Outcome:
     """`isolate`: first send a request that shares nothing with the case's (see
-    `forget_prefix`), so that its outcome does not depend on the case run before it."""
+    `forget_prefix`), so that its outcome does not depend on the case run before it.
+    `constrain`: `wrap()`'s option of that name."""
     if isolate:
         target.forget_prefix()
     outcome = Outcome(case.id, variant.name)
     options = dict(variant.format_options)
     if case.syntax is not None:
         options["syntax"] = case.syntax
-    with target.client(HermesFormat(**options)) as (client, recording):
+    with target.client(HermesFormat(**options), constrain) as (client, recording):
         started = time.perf_counter()
         try:
             _converse(client, target.model, variant, case, outcome)

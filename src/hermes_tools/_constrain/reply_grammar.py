@@ -9,8 +9,8 @@ choice and the call syntax the prompt teaches.
 
 A call's arguments follow the tool's schema as far as a grammar can say it (`schema_rules`).
 Text may not contain the call tag, nor, for the JSON syntax, the start of an untagged call
-(`{"name"`): a model whose server drops the call tag's special token would otherwise write its
-call as unconstrained text."""
+(`{"name"`): such a call is read as a call (a model whose server drops the call tag's special
+token writes its calls so), so it is held to the schemas like a tagged one."""
 
 from __future__ import annotations
 
@@ -80,6 +80,12 @@ class _CallWriter:
             inner = " | ".join(self._qwen3_coder(tool) for tool in tools)
         else:
             inner = " | ".join(self._json(tool) for tool in tools)
+            # The call's JSON without the tags is a call too: models whose server drops the
+            # tag's special token, or that leave it out, write that (and their arguments
+            # are held to the schema all the same).
+            return self.grammar.rule(
+                "call", f"{self.open} {ws} ( {inner} ) {ws} {self.close} | {inner}"
+            )
         return self.grammar.rule("call", f"{self.open} {ws} ( {inner} ) {ws} {self.close}")
 
     def _arguments(self, tool: ToolSpec) -> str:

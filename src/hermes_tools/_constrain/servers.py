@@ -64,6 +64,11 @@ def probe_requests(model: str) -> list[tuple[ServerKind, dict[str, Any]]]:
     return [(kind, {**base, **fields}) for kind, fields in _PROBES]
 
 
+def is_probe(messages: object) -> bool:
+    """Whether these are a probe's messages (for tools that watch requests go by)."""
+    return messages == [{"role": "user", "content": _PROBE_QUESTION}]
+
+
 def probe_passed(kind: ServerKind, response: Mapping[str, Any]) -> bool:
     """Whether the answer to `kind`'s probe shows the constraint took effect."""
     choices = response.get("choices")
