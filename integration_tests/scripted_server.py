@@ -34,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from hermes_tools._constrain.servers import is_probe
+
 
 @dataclass
 class Reply:
@@ -103,6 +105,10 @@ class ScriptedServer:
         self._queue: list[Reply] = []
         self._keyed: list[Reply] = []
         self.fallback: Reply | None = None
+        # The constraint the server applies, as `constrain="auto"` probes for it ("gbnf",
+        # "vllm", ...): a probe carrying it is answered as a constrained model would ("ok"),
+        # any other probe as a model answers the question. None: probes answered as text.
+        self.constrains: str | None = None
         self.requests: list[Recorded] = []
         self._ids = itertools.count(1)
         handler = type("Handler", (_Handler,), {"server_state": self})
@@ -134,6 +140,7 @@ class ScriptedServer:
             self._keyed.clear()
             self.requests.clear()
             self.fallback = None
+            self.constrains = None
 
     def script(self, *replies: Reply | str) -> None:
         """Queue replies; keyed ones (with `match`) answer matching requests in any order."""
@@ -158,6 +165,8 @@ class ScriptedServer:
         last_user = _last_user_text(body)
         with self._lock:
             self.requests.append(recorded)
+            if is_probe(body.get("messages")):
+                return Reply(_probe_answer(body, self.constrains))
             for position, reply in enumerate(self._keyed):
                 if reply.match is not None and reply.match in last_user:
                     return self._keyed.pop(position)
@@ -173,6 +182,19 @@ class ScriptedServer:
 
     def next_id(self) -> str:
         return f"chatcmpl-test{next(self._ids)}"
+
+
+def _probe_answer(body: dict[str, Any], constrains: str | None) -> str:
+    applied = {
+        "gbnf": body.get("grammar") == 'root ::= "ok"',
+        "vllm": (body.get("structured_outputs") or {}).get("regex") == "ok",
+        "vllm_guided": body.get("guided_regex") == "ok",
+        "sglang": body.get("regex") == "ok",
+        "json_schema": (body.get("response_format") or {}).get("type") == "json_schema",
+    }
+    if constrains is None or not applied[constrains]:
+        return "Yes."
+    return '{"ok": true}' if constrains == "json_schema" else "ok"
 
 
 def _last_user_text(body: dict[str, Any]) -> str:
