@@ -141,6 +141,7 @@ def _structural_tags(
     if kind == "vllm":
         tags = [
             {
+                "type": "tag",
                 "begin": _call_begin(tool, call_tag),
                 "content": {"type": "json_schema", "json_schema": _schema(tool)},
                 "end": end,
