@@ -4,13 +4,11 @@ builder makes compiles, and lets through what the tools allow and nothing else."
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 
 from hermes_tools._constrain.reply_grammar import reply_grammar
-from hermes_tools._constrain.servers import constraint_fields
 from hermes_tools._render.prompt import ToolChoice
 from hermes_tools._tools.toolbox import Toolbox
 from llama_grammar import accepts, compiles, unavailable
@@ -252,17 +250,3 @@ def test_pythonic_calls() -> None:
     assert accepts(text, "<tool_call>[get_weather(city='Paris', unit=\"celsius\")]</tool_call>")
     assert not accepts(text, good.replace("hour=7", "hour='7'"))
     assert not accepts(text, good.replace("city=", "town="))
-
-
-def test_hundreds_of_tools_go_unconstrained_quickly() -> None:
-    def parameters(n: int) -> dict[str, Any]:
-        inner = {f"t{n}q{j}": {"enum": list(range(9))} for j in range(12)}
-        properties = {f"t{n}p{i}": {"type": "object", "properties": inner} for i in range(12)}
-        return {"type": "object", "properties": properties}
-
-    tools = Toolbox([function(f"tool_{n}", parameters(n)) for n in range(300)]).specs
-    started = time.perf_counter()
-    fields = constraint_fields("gbnf", tools, ToolChoice(), None)
-    elapsed = time.perf_counter() - started
-    assert fields is None
-    assert elapsed < 30  # a guard against a hang, not a speed figure

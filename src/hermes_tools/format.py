@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import InitVar, dataclass, field, fields
 from typing import Any, Literal
 
+from hermes_tools._constrain.servers import SERVER_KINDS, constraint_fields
 from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._parse.tags import check_tag_name
 from hermes_tools._render.conversation import RenderOptions, render_conversation
@@ -128,6 +129,33 @@ class HermesFormat:
         )
         prompt = self._system_prompt(toolbox, choice, parallel_tool_calls)
         return render_conversation(messages, prompt, options)
+
+    def constraint(
+        self,
+        tools: Iterable[object] | Toolbox,
+        tool_choice: object = None,
+        parallel_tool_calls: bool | None = None,
+        server: str = "gbnf",
+    ) -> dict[str, Any] | None:
+        """The request fields that have a server hold the reply to these tools: free text or
+        calls that follow the tools' schemas (only calls where `tool_choice` requires one).
+        `server`: "gbnf" (llama.cpp), "vllm", "vllm_guided" (vLLM before 0.10.2), "sglang",
+        "json_schema" (Ollama, LM Studio, OpenRouter: a required call only). None where that
+        server cannot hold this request (or the tools make too large a grammar)."""
+        if server not in SERVER_KINDS:
+            raise FormatOptionError(
+                f"server must be one of {', '.join(map(repr, SERVER_KINDS))}, not {server!r}."
+            )
+        toolbox = Toolbox(tools)
+        return constraint_fields(
+            server,
+            toolbox.specs,
+            self.tool_choice(toolbox, tool_choice),
+            parallel_tool_calls,
+            syntax=self.syntax,
+            call_tag=self.call_tag,
+            think_open=self.think_open,
+        )
 
     def tool_choice(self, tools: Toolbox, value: object) -> ToolChoice:
         return tool_choice(value, tools.specs)

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from hermes_tools._constrain.memory import Constrain
-from hermes_tools._constrain.servers import ServerKind, constraint_fields, probe_requests
+from hermes_tools._constrain.servers import ServerKind, probe_requests
 from hermes_tools._parse.json_text.lexer import canonical
 from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, MadeCall
 from hermes_tools._policy.native import NativeFirst
@@ -213,16 +213,8 @@ class ReplySession:
         if kind is None:
             return None
         if kind not in self._constraints:
-            fmt = self._fmt
-            self._constraints[kind] = constraint_fields(
-                kind,
-                self._toolbox.specs,
-                self._choice,
-                self._parallel,
-                syntax=fmt.syntax,
-                call_tag=fmt.call_tag,
-                think_open=fmt.think_open,
-            )
+            fields = self._fmt.constraint(self._toolbox, self._choice, self._parallel, kind)
+            self._constraints[kind] = fields
         return self._constraints[kind]
 
     def native_refused(self) -> None:
