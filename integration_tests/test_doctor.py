@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import live
+from hermes_tools._constrain.servers import is_probe
 from hermes_tools.cli import main
 from hermes_tools.local.server import free_port
 from live import real_model_only
@@ -73,9 +74,28 @@ def test_a_server_without_native_tools_and_a_model_that_calls_well(
     assert "json         8/8 right (5/5 call cases)" in out
     assert "Tool calling works on gemma3 with syntax='json'" in out
     assert config.read_text() == '[[models]]\nmatch = "gemma3"\nsyntax = "json"\n'
-    native, *cases = server.bodies()
+    assert "constraints: none takes effect" in out
+    native, *cases = [body for body in server.bodies() if not is_probe(body["messages"])]
     assert native["tools"][0]["function"]["name"] == "get_weather"
     assert not any("tools" in body for body in cases)
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("gbnf", "llama.cpp grammars"),
+        ("vllm", "vLLM structured outputs"),
+        ("json_schema", "a JSON schema for the whole reply (required calls only)"),
+    ],
+)
+def test_the_constraint_a_server_applies_is_named(
+    server: ScriptedServer, kind: str, said: str
+) -> None:
+    server.constrains = kind
+    server.script(Reply("no tools here", status=400), *GOOD)
+    status, out = _doctor("--base-url", server.base_url, "--model", "m", "--syntax", "json")
+    assert status == 0, out
+    assert f"constraints: the server applies {said}" in out
 
 
 def test_a_server_with_native_tools_and_a_model_that_does_not_call(

@@ -159,7 +159,7 @@ def run(
     elif listed and model not in listed:
         say(f"! the server does not list {model!r}; it lists {', '.join(listed[:20])}")
     _native_tools(base_url, model, api_key, say)
-    say("  constraints: not checked (this version constrains no call)")
+    _constraints(base_url, model, api_key, say)
     chosen = CASES[: max(1, cases)]
     say(f"\nRunning {len(chosen)} short cases per syntax at temperature 0 (a minute or two):")
     scores = [_score(base_url, model, api_key, syntax, chosen, say) for syntax in syntaxes]
@@ -256,6 +256,37 @@ def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], 
         )
     else:
         say("  native tools: taken, but the model made no call (hermes-tools may do better)")
+
+
+_CONSTRAINT_NAMES = {
+    "gbnf": "llama.cpp grammars",
+    "vllm": "vLLM structured outputs",
+    "vllm_guided": "vLLM guided decoding (before 0.10.2)",
+    "sglang": "SGLang structured outputs",
+    "json_schema": "a JSON schema for the whole reply (required calls only)",
+}
+
+
+def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
+    """The probes `constrain="auto"` sends: which constraint does the server apply?"""
+    from openai import OpenAI
+
+    from hermes_tools._constrain.servers import probe_passed, probe_requests
+    from hermes_tools.client.transport import REQUEST_FAILED, create, wire
+
+    with OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=600) as c:
+        for kind, request in probe_requests(model):
+            try:
+                answer = wire(create(c, request))
+            except REQUEST_FAILED:
+                continue
+            if probe_passed(kind, answer):
+                say(
+                    f"  constraints: the server applies {_CONSTRAINT_NAMES[kind]} "
+                    "(constrain='auto' holds calls to the tools' schemas)"
+                )
+                return
+    say("  constraints: none takes effect (constrain='auto' would send requests as they are)")
 
 
 def _score(
