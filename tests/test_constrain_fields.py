@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -76,13 +75,12 @@ def test_an_unknown_server_kind_says_which_exist() -> None:
         HermesFormat().constraint([WEATHER], server="tgi")
 
 
-def test_hundreds_of_large_tools_go_unconstrained_quickly() -> None:
+def test_hundreds_of_large_tools_go_unconstrained() -> None:
+    # How long the builder takes to give up: bench/constrain_build.py.
     def parameters(n: int) -> dict[str, Any]:
         inner = {f"t{n}q{j}": {"enum": list(range(9))} for j in range(12)}
         properties = {f"t{n}p{i}": {"type": "object", "properties": inner} for i in range(12)}
         return {"type": "object", "properties": properties}
 
     tools = [function(f"tool_{n}", parameters(n)) for n in range(300)]
-    started = time.perf_counter()
     assert HermesFormat().constraint(tools) is None
-    assert time.perf_counter() - started < 30  # a guard against a hang, not a speed figure

@@ -63,6 +63,7 @@ class Grammar:
         self._by_body: dict[str, str] = {}
         self._size = 0
         self._avoiding: dict[tuple[str, ...], str] = {}
+        self._numbers: dict[str, int] = {}  # how many rules were named after each base
 
     def rule(self, name: str, body: str) -> str:
         """Add a rule, or reuse an equal one already added; returns its name."""
@@ -79,10 +80,12 @@ class Grammar:
         base = base.lower() or "r"
         if base[0].isdigit():
             base = "r" + base
-        candidate, number = base, 1
-        while candidate in self._rules or (candidate == "root" and base != "root"):
+        number = self._numbers.get(base, 0)
+        candidate = base if number == 0 else f"{base}-{number + 1}"
+        while candidate in self._rules:
             number += 1
-            candidate = f"{base}-{number}"
+            candidate = f"{base}-{number + 1}"
+        self._numbers[base] = number + 1
         self._rules[candidate] = ""  # reserved until defined
         return candidate
 
