@@ -37,7 +37,10 @@ def decode_ms_per_token(
         }
         fmt = HermesFormat(**({"syntax": case.syntax} if case.syntax else {}))
         limit = Constrain(constrain, base_url.rstrip("/") + "/") if constrain != "off" else None
-        body = ReplySession(request, fmt, 0, constrain=limit).request()
+        session = ReplySession(request, fmt, 0, constrain=limit)
+        body = session.request()
+        if limit is not None and not session.constrained:
+            raise RuntimeError(f"{base_url} was not probed, or constrains nothing: see doctor")
         forget_prefix(base_url, model, api_key)
         arrivals = _event_times(base_url, api_key, body)
         if len(arrivals) > 2:
