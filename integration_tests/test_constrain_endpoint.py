@@ -23,6 +23,7 @@ from hermes_tools._constrain.servers import is_probe
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.langchain import ChatHermes
 from hermes_tools.llama_index import HermesLLM
+from llama_grammar import compiles, unavailable
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
@@ -54,6 +55,24 @@ def fresh_memory() -> Iterator[None]:
     PROCESS_MEMORY.forget()
     yield
     PROCESS_MEMORY.forget()
+
+
+@pytest.fixture(autouse=True)
+def grammars_compile(server: ScriptedServer) -> Iterator[None]:
+    """Every grammar a test sent is one llama.cpp's own grammar parser compiles."""
+    yield
+    if unavailable() is not None:
+        return
+    for body in server.bodies():
+        structured = body.get("structured_outputs") or {}
+        for grammar in (
+            body.get("grammar"),
+            body.get("ebnf"),
+            body.get("guided_grammar"),
+            structured.get("grammar"),
+        ):
+            if grammar is not None:
+                assert compiles(grammar), grammar
 
 
 def probes(server: ScriptedServer) -> list[dict[str, Any]]:
