@@ -18,6 +18,7 @@ from llama_index.core.tools import FunctionTool
 from openai import AsyncOpenAI, OpenAI
 
 import hermes_tools
+from endpoint_helpers import WEATHER_TOOL
 from hermes_tools._constrain.memory import PROCESS_MEMORY
 from hermes_tools._constrain.servers import is_probe
 from hermes_tools.errors import FormatOptionError
@@ -27,18 +28,7 @@ from llama_grammar import compiles, unavailable
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+WEATHER = WEATHER_TOOL
 ASK = [{"role": "user", "content": "Weather in Oslo?"}]
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
 PROBE_FIELDS = {

@@ -349,26 +349,11 @@ def wrap(
     fmt = format if format is not None else HermesFormat(**format_options)
     if check_grounding is None:
         check_grounding = fmt.legacy_check_grounding is not False
+    options = (repair_attempts, parse_without_tools, check_grounding, native_tools, constrain)
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(
-            client,
-            fmt,
-            repair_attempts,
-            parse_without_tools,
-            check_grounding,
-            native_tools,
-            constrain,
-        )
+        return AsyncHermesOpenAI(client, fmt, *options)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(
-            client,
-            fmt,
-            repair_attempts,
-            parse_without_tools,
-            check_grounding,
-            native_tools,
-            constrain,
-        )
+        return HermesOpenAI(client, fmt, *options)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )
