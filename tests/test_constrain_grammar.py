@@ -150,6 +150,8 @@ def test_auto_allows_text_or_text_then_calls_that_follow_the_schemas() -> None:
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n',
         "<think>\nThe user wants weather.\n</think>\n" + call("get_weather", {"city": "Rome"}),
         'In JSON, {"a": 1} is an object.',
+        # Small models' untagged calls, formatted, in a fence: calls, held to the schema.
+        '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}',
     ]
     for reply in allowed:
         assert accepts(text, reply), reply
@@ -165,6 +167,8 @@ def test_auto_allows_text_or_text_then_calls_that_follow_the_schemas() -> None:
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}',  # cut off
         'Sure: {"name": "get_time", "arguments": {}}',  # an untagged call of no tool
         '[{"name": "get_weather", "arguments": {"city": "Paris"}}]',  # values packed in one array
+        '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "town": "Paris"\n  }\n}',
+        'The tool\'s "name" is get_weather.',  # where an untagged call would begin
     ]
     for reply in refused:
         assert not accepts(text, reply), reply
@@ -238,6 +242,9 @@ def test_qwen3_coder_calls() -> None:
         "<parameter=minute>\n30\n</parameter>\n</function>\n</tool_call>"
     )
     assert accepts(text, alarm)
+    untagged = good.removeprefix("<tool_call>\n").removesuffix("\n</tool_call>")
+    assert accepts(text, untagged)  # small models leave the tag out: still a call, held
+    assert not accepts(text, untagged.replace("\n</function>", "\n<result>9</result>\n</function>"))
     assert not accepts(text, alarm.replace("\n7\n", "\nseven\n"))
     assert not accepts(text, good.replace("celsius", "kelvin"))
     assert not accepts(text, good.replace("parameter=city", "parameter=town"))
@@ -250,3 +257,6 @@ def test_pythonic_calls() -> None:
     assert accepts(text, "<tool_call>[get_weather(city='Paris', unit=\"celsius\")]</tool_call>")
     assert not accepts(text, good.replace("hour=7", "hour='7'"))
     assert not accepts(text, good.replace("city=", "town="))
+    one = grammar([WEATHER, ALARM], syntax="pythonic", parallel=False)
+    assert not accepts(one, good)
+    assert accepts(one, '<tool_call>\n[get_weather(city="Paris")]\n</tool_call>')

@@ -8,8 +8,8 @@ choice and the call syntax the prompt teaches.
 - A reasoning model's `<think>...</think>` first, when the template opens it or the model does.
 
 A call's arguments follow the tool's schema as far as a grammar can say it (`schema_rules`).
-Text may not contain the call tag, nor, for the JSON syntax, the start of an untagged call
-(`{"name"`): such a call is read as a call (a model whose server drops the call tag's special
+Text may not contain the call tag, nor the start of a call written without it (`"name"`,
+`<function=`): such a call is read as a call (a model whose server drops the call tag's special
 token writes its calls so), so it is held to the schemas like a tagged one."""
 
 from __future__ import annotations
@@ -21,6 +21,15 @@ from hermes_tools._constrain.gbnf import Grammar, literal
 from hermes_tools._constrain.schema_rules import SchemaRules
 from hermes_tools._render.prompt import Syntax, ToolChoice
 from hermes_tools._tools.toolbox import ToolSpec
+
+# How a call written without its tags begins, per syntax: text may not contain these, so that
+# such a call is written as one (and held to its schema). `"name"` rather than `{"name"`: small
+# models write `{` and `"name"` on separate lines, in a code fence.
+UNTAGGED_CALL_STARTS: dict[str, tuple[str, ...]] = {
+    "json": ('"name"',),
+    "qwen3_coder": ("<function=",),
+    "pythonic": (),
+}
 
 
 def reply_grammar(
@@ -37,7 +46,7 @@ def reply_grammar(
     root = grammar.fresh("root")
     callable_tools = [t for t in tools if choice.name is None or t.name == choice.name]
     writer = _CallWriter(grammar, syntax, call_tag)
-    one_call = writer.call(callable_tools)
+    one_call = writer.call(callable_tools, one=parallel_tool_calls is False)
     if syntax == "pythonic" or parallel_tool_calls is False:
         calls = one_call
     else:
@@ -46,10 +55,7 @@ def reply_grammar(
     if choice.mode == "required" or choice.name is not None:
         body = f"{ws} {calls} {ws}"
     else:
-        forbidden = [f"<{call_tag}>"]
-        if syntax == "json":
-            forbidden.append('{"name"')
-        text = grammar.avoiding("text", forbidden)
+        text = grammar.avoiding("text", [f"<{call_tag}>", *UNTAGGED_CALL_STARTS[syntax]])
         body = f"{text} ( {calls} {ws} )?"
     think_body = grammar.avoiding("thought", ["</think>"])
     thought = f'{think_body} "</think>" {ws}'
@@ -68,25 +74,25 @@ class _CallWriter:
         self.open = literal(f"<{call_tag}>")
         self.close = literal(f"</{call_tag}>")
 
-    def call(self, tools: Sequence[ToolSpec]) -> str:
-        """One call block."""
+    def call(self, tools: Sequence[ToolSpec], *, one: bool) -> str:
+        """One call block (`one`: of one call, where a block may hold several)."""
         ws = self.rules.ws
         if self.syntax == "pythonic":
-            one = self.grammar.rule(
+            single = self.grammar.rule(
                 "function-call", " | ".join(self._pythonic(tool) for tool in tools)
             )
-            inner = f'"[" {ws} {one} ( {ws} "," {ws} {one} )* {ws} "]"'
-        elif self.syntax == "qwen3_coder":
+            more = "" if one else f'( {ws} "," {ws} {single} )*'
+            inner = f'"[" {ws} {single} {more} {ws} "]"'
+            return self.grammar.rule("call", f"{self.open} {ws} {inner} {ws} {self.close}")
+        if self.syntax == "qwen3_coder":
             inner = " | ".join(self._qwen3_coder(tool) for tool in tools)
         else:
             inner = " | ".join(self._json(tool) for tool in tools)
-            # The call's JSON without the tags is a call too: models whose server drops the
-            # tag's special token, or that leave it out, write that (and their arguments
-            # are held to the schema all the same).
-            return self.grammar.rule(
-                "call", f"{self.open} {ws} ( {inner} ) {ws} {self.close} | {inner}"
-            )
-        return self.grammar.rule("call", f"{self.open} {ws} ( {inner} ) {ws} {self.close}")
+        # A call without the tags is a call too: models whose server drops the tag's special
+        # token, or that leave the tag out, write that (held to the schema all the same).
+        return self.grammar.rule(
+            "call", f"{self.open} {ws} ( {inner} ) {ws} {self.close} | {inner}"
+        )
 
     def _arguments(self, tool: ToolSpec) -> str:
         return self.rules.value(tool.parameters or {"type": "object"}, None, f"{tool.name}-args")
