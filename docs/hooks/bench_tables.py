@@ -19,7 +19,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
-MARKER = re.compile(r"<!-- evaluation(-summary)?: ([\w.-]+) -->")
+MARKER = re.compile(r"<!-- evaluation(-summary|-constrain)?: ([\w.-]+) -->")
 
 # The summary's columns: the default prompt's rates that say whether tool calling works.
 SUMMARY = (
@@ -74,9 +74,43 @@ def summary(name: str) -> str:
     return "\n".join([summary_header(), separator, *summary_rows(name)])
 
 
+# The constrained-call comparison: what a constraint changes, each rate off -> auto.
+CONSTRAIN = (
+    ("all_exact", "exact calls"),
+    ("false_calls", "false calls"),
+    ("invalid", "ending with an invalid call"),
+    ("repaired", "needed a repair"),
+    ("seconds", "seconds per case"),
+    ("decode_ms", "decode ms per token"),
+)
+
+
+def constrain_rows(name: str) -> list[str]:
+    """One line per model: each rate without a constraint, then with `constrain="auto"`."""
+    rows = []
+    for report in reports(name):
+        off = report["variants"]["default"]["metrics"]
+        auto = report["variants"]["default, constrain auto"]["metrics"]
+        cells = [f"{_brief(off[key])} -> {_brief(auto[key])}" for key, _ in CONSTRAIN]
+        rows.append(f"| {report['model']} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def _brief(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def constrain_table(name: str) -> str:
+    header = "| model | " + " | ".join(label for _, label in CONSTRAIN) + " |"
+    separator = "| --- |" + " ---: |" * len(CONSTRAIN)
+    return "\n".join([header, separator, *constrain_rows(name)])
+
+
 def render(markdown: str) -> str:
     def replace(match: re.Match[str]) -> str:
         kind, name = match.groups()
+        if kind == "-constrain":
+            return constrain_table(name)
         return summary(name) if kind else tables(name)
 
     return MARKER.sub(replace, markdown)
