@@ -152,6 +152,7 @@ def test_auto_allows_text_or_text_then_calls_that_follow_the_schemas() -> None:
         'In JSON, {"a": 1} is an object.',
         # Small models' untagged calls, formatted, in a fence: calls, held to the schema.
         '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}',
+        '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```',  # closed
     ]
     for reply in allowed:
         assert accepts(text, reply), reply
@@ -169,6 +170,7 @@ def test_auto_allows_text_or_text_then_calls_that_follow_the_schemas() -> None:
         '[{"name": "get_weather", "arguments": {"city": "Paris"}}]',  # values packed in one array
         '```json\n{\n  "name": "get_weather",\n  "arguments": {\n    "town": "Paris"\n  }\n}',
         'The tool\'s "name" is get_weather.',  # where an untagged call would begin
+        call("get_weather", {"city": "Paris"}) + "\n```\nMore text",
     ]
     for reply in refused:
         assert not accepts(text, reply), reply

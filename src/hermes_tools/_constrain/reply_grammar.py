@@ -2,7 +2,7 @@
 choice and the call syntax the prompt teaches.
 
 - `tool_choice` auto: text in which no call begins, or text and then calls; nothing after the
-  calls but whitespace (the end of the reply).
+  calls but whitespace and the end of a code fence (the end of the reply).
 - required, or a named tool: calls only (of that tool).
 - `parallel_tool_calls=False`: one call.
 - A reasoning model's `<think>...</think>` first, when the template opens it or the model does.
@@ -56,7 +56,9 @@ def reply_grammar(
         body = f"{ws} {calls} {ws}"
     else:
         text = grammar.avoiding("text", [f"<{call_tag}>", *UNTAGGED_CALL_STARTS[syntax]])
-        body = f"{text} ( {calls} {ws} )?"
+        # A code fence the text opened may be closed after the calls: small models write
+        # their calls in one (and, kept from closing it, write more calls instead of ending).
+        body = f'{text} ( {calls} ( {ws} "```" )? {ws} )?'
     think_body = grammar.avoiding("thought", ["</think>"])
     thought = f'{think_body} "</think>" {ws}'
     if think_open:
