@@ -143,6 +143,13 @@ def test_the_readmes_tested_models_are_the_saved_evaluation() -> None:
         assert f"| the evaluation: {cases} cases, default prompt | {result} |" in line
 
 
+def test_the_readmes_constrained_call_figures_are_the_saved_evaluation() -> None:
+    """The README's off -> auto lines are bench/results/model_eval_constrain.json's."""
+    tables = bench_tables()
+    for row in tables.constrain_rows("model_eval_constrain.json"):
+        assert row in README.splitlines()
+
+
 def test_the_docs_markers_name_saved_results() -> None:
     tables = bench_tables()
     markers = [match for page in PAGES for match in tables.MARKER.finditer(page.read_text())]
