@@ -206,6 +206,44 @@ def test_parallel_tool_calls_false_allows_one_call() -> None:
     assert accepts(grammar([WEATHER], parallel=False), call("get_weather", {"city": "Rome"}))
 
 
+def _fenced(arguments: dict[str, Any]) -> str:
+    body = json.dumps({"name": "get_weather", "arguments": arguments}, indent=2)
+    return f"```json\n{body}\n```"
+
+
+def test_calls_in_code_fences_one_after_another() -> None:
+    # Qwen2.5-Coder-1.5B writes parallel calls each in a fence of its own, or all in one.
+    paris, oslo = _fenced({"city": "Paris"}), _fenced({"city": "Oslo"})
+    one_fence = paris.removesuffix("```") + oslo.removeprefix("```json\n")
+    text = grammar([WEATHER])
+    assert accepts(text, paris + "\n\n" + oslo)
+    assert accepts(text, paris + "\n" + oslo.replace("```json", "```") + "\n")
+    assert accepts(text, one_fence)
+    assert not accepts(text, paris + "\n\n" + _fenced({"town": "Oslo"}))
+    assert not accepts(text, paris + "\n\n```python\nprint(1)\n```")
+    assert not accepts(text, paris + "\n\n" + oslo + "\nMore text")
+    single = grammar([WEATHER], parallel=False)
+    assert accepts(single, paris)
+    assert not accepts(single, paris + "\n\n" + oslo)
+    assert not accepts(single, one_fence)
+
+
+def test_a_list_for_a_one_value_parameter_where_calls_may_be_several() -> None:
+    # Read as one call per item (`argument_fit`), so a grammar must not force the model,
+    # which meant several calls, to write only the first.
+    text = grammar([WEATHER, EVENT])
+    assert accepts(text, call("get_weather", {"city": ["Tokyo", "Oslo", "Berlin"]}))
+    assert accepts(text, call("get_weather", {"city": "Oslo", "unit": ["celsius", "fahrenheit"]}))
+    assert not accepts(text, call("get_weather", {"city": "Oslo", "unit": ["celsius", "kelvin"]}))
+    assert not accepts(text, call("get_weather", {"city": [{"name": "Oslo"}]}))
+    assert not accepts(text, call("get_weather", {"city": [str(n) for n in range(11)]}))
+    event = {"title": "Lunch", "attendees": [["Ana"]], "when": {"date": "2025-06-02"}}
+    assert not accepts(text, call("create_event", event))  # an array parameter stays one
+    assert not accepts(
+        grammar([WEATHER], parallel=False), call("get_weather", {"city": ["Tokyo", "Oslo"]})
+    )
+
+
 def test_nested_objects_arrays_and_nullable_values() -> None:
     text = grammar([EVENT])
     good = {

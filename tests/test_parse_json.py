@@ -258,8 +258,10 @@ def _fenced(city: str) -> str:
         _fenced("A") + "\n\n" + _fenced("B"),  # Qwen2.5-Coder-1.5B's parallel calls
         '{"name": "get_weather", "arguments": {"city": "A"}}\n' + _fenced("B") + "\n",
         _fenced("A") + "\n" + _fenced("B") + "\n\n" + _fenced("C").replace("```json", "```"),
+        # Qwen2.5-Coder-1.5B under a grammar: two calls in one fence.
+        _fenced("A").removesuffix("```") + _fenced("B").removeprefix("```json\n"),
     ],
-    ids=["two-fences", "bare-then-fenced", "three-fences"],
+    ids=["two-fences", "bare-then-fenced", "three-fences", "two-in-one-fence"],
 )
 def test_calls_fenced_one_after_another_at_the_end_are_all_calls(reply: str) -> None:
     result = parse_every_way(reply, TOOLS)
@@ -281,6 +283,18 @@ def test_calls_fenced_one_after_another_at_the_end_are_all_calls(reply: str) -> 
 )
 def test_a_fenced_call_followed_by_anything_else_is_text(tail: str) -> None:
     reply = _fenced("A") + tail
+    result = parse_every_way(reply, TOOLS)
+    assert result.tool_calls == []
+    assert result.content == reply
+
+
+@pytest.mark.parametrize(
+    "after",
+    ['{"retries": 3}\n```', '{"name": "get_weather", "arguments": {"city": "B"}}\nDone.\n```'],
+    ids=["json-not-a-call", "text-in-the-fence"],
+)
+def test_a_fence_holding_a_call_and_anything_else_is_code(after: str) -> None:
+    reply = _fenced("A").removesuffix("```") + after
     result = parse_every_way(reply, TOOLS)
     assert result.tool_calls == []
     assert result.content == reply

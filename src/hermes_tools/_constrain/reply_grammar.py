@@ -2,7 +2,10 @@
 choice and the call syntax the prompt teaches.
 
 - `tool_choice` auto: text in which no call begins, or text and then calls; nothing after the
-  calls but whitespace and the end of a code fence (the end of the reply).
+  calls but whitespace and the end of a code fence (the end of the reply), or more calls in
+  code fences of their own.
+- Where calls may be several, a JSON call may give a one-value parameter a list: the reply
+  policy reads it as one call per item.
 - required, or a named tool: calls only (of that tool).
 - `parallel_tool_calls=False`: one call.
 - A reasoning model's `<think>...</think>` first, when the template opens it or the model does.
@@ -45,9 +48,10 @@ def reply_grammar(
     grammar = Grammar()
     root = grammar.fresh("root")
     callable_tools = [t for t in tools if choice.name is None or t.name == choice.name]
-    writer = _CallWriter(grammar, syntax, call_tag)
-    one_call = writer.call(callable_tools, one=parallel_tool_calls is False)
-    if syntax == "pythonic" or parallel_tool_calls is False:
+    several = parallel_tool_calls is not False
+    writer = _CallWriter(grammar, syntax, call_tag, lists_spread=several)
+    one_call = writer.call(callable_tools, one=not several)
+    if syntax == "pythonic" or not several:
         calls = one_call
     else:
         calls = grammar.rule("calls", f"{one_call} ( {writer.rules.ws} {one_call} )*")
@@ -57,8 +61,13 @@ def reply_grammar(
     else:
         text = grammar.avoiding("text", [f"<{call_tag}>", *UNTAGGED_CALL_STARTS[syntax]])
         # A code fence the text opened may be closed after the calls: small models write
-        # their calls in one (and, kept from closing it, write more calls instead of ending).
-        body = f'{text} ( {calls} ( {ws} "```" )? {ws} )?'
+        # their calls in one (and, kept from closing it, write more calls instead of ending),
+        # and write further calls each in a fence of its own.
+        fence_close = '"```"'
+        if syntax == "json" and several:
+            fence_open = f'"```" "json"? [ \\t]* "\\n" {ws}'
+            fence_close = grammar.rule("fences", f'"```" ( {ws} {fence_open} {calls} {ws} "```" )*')
+        body = f"{text} ( {calls} ( {ws} {fence_close} )? {ws} )?"
     think_body = grammar.avoiding("thought", ["</think>"])
     thought = f'{think_body} "</think>" {ws}'
     if think_open:
@@ -69,9 +78,14 @@ def reply_grammar(
 
 
 class _CallWriter:
-    def __init__(self, grammar: Grammar, syntax: Syntax, call_tag: str) -> None:
+    def __init__(
+        self, grammar: Grammar, syntax: Syntax, call_tag: str, *, lists_spread: bool
+    ) -> None:
         self.grammar = grammar
         self.syntax = syntax
+        # A JSON call's list for a one-value parameter is read as one call per item, so it may
+        # be written where several calls may be.
+        self.lists_spread = lists_spread
         self.rules = SchemaRules(grammar, "python" if syntax == "pythonic" else "json")
         self.open = literal(f"<{call_tag}>")
         self.close = literal(f"</{call_tag}>")
@@ -97,7 +111,11 @@ class _CallWriter:
         )
 
     def _arguments(self, tool: ToolSpec) -> str:
-        return self.rules.value(tool.parameters or {"type": "object"}, None, f"{tool.name}-args")
+        return self.rules.arguments(
+            tool.parameters or {"type": "object"},
+            f"{tool.name}-args",
+            lists_spread=self.lists_spread,
+        )
 
     def _json(self, tool: ToolSpec) -> str:
         ws = self.rules.ws

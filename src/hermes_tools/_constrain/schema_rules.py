@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from hermes_tools._constrain.gbnf import Grammar, literal
+from hermes_tools._tools.argument_fit import MAX_CALLS_FROM_A_LIST, takes_one_value
 
 Flavor = Literal["json", "python"]
 
@@ -138,7 +139,22 @@ class SchemaRules:
         finally:
             self._resolving.pop()
 
-    def _object(self, schema: Mapping[str, Any], root: Mapping[str, Any], name: str) -> str:
+    def arguments(self, schema: Mapping[str, Any], name: str, *, lists_spread: bool) -> str:
+        """The rule for a call's arguments. `lists_spread`: a parameter that takes one value
+        may be given a list of them too, which makes one call per item (`argument_fit`; small
+        models write parallel calls so)."""
+        if not lists_spread or not isinstance(schema.get("properties"), Mapping):
+            return self.value(schema, None, name)
+        return self._object(schema, schema, name, lists_spread=True)
+
+    def _object(
+        self,
+        schema: Mapping[str, Any],
+        root: Mapping[str, Any],
+        name: str,
+        *,
+        lists_spread: bool = False,
+    ) -> str:
         properties = schema.get("properties")
         if not isinstance(properties, Mapping) or not properties:
             extra = schema.get("additionalProperties", True)
@@ -155,16 +171,21 @@ class SchemaRules:
                 f'"{{" {self.ws} ( {pair} ( {self.ws} "," {self.ws} {pair} )* )? {self.ws} "}}"',
             )
         required = set(schema.get("required") or ())
-        members = [
-            (
-                f'{literal(json.dumps(key, ensure_ascii=False))} {self.ws} ":" {self.ws} '
-                f"{self.value(sub, root, f'{name}-{key}')}",
-                key in required,
-            )
-            for key, sub in properties.items()
-        ]
+        members = []
+        for key, sub in properties.items():
+            value = self.value(sub, root, f"{name}-{key}")
+            if lists_spread and isinstance(sub, dict) and takes_one_value(sub, dict(root)):
+                value = self._value_or_list(value, f"{name}-{key}")
+            key_text = literal(json.dumps(key, ensure_ascii=False))
+            members.append((f'{key_text} {self.ws} ":" {self.ws} {value}', key in required))
         return self.grammar.rule(
             name, f'"{{" {self.ws} {self.sequence(members, name, chr(44))} {self.ws} "}}"'
+        )
+
+    def _value_or_list(self, value: str, name: str) -> str:
+        more = f'( {self.ws} "," {self.ws} {value} ){{0,{MAX_CALLS_FROM_A_LIST - 1}}}'
+        return self.grammar.rule(
+            f"{name}-or-list", f'{value} | "[" {self.ws} {value} {more} {self.ws} "]"'
         )
 
     def sequence(self, members: list[tuple[str, bool]], name: str, separator: str) -> str:

@@ -26,7 +26,8 @@ States:
 - INLINE     inside `code`: tags are text. Ends at the matching backticks or a line break.
 - FENCE      inside a ``` fence: tags are text. Ends at a line starting with the fence.
 - FENCE_HEAD a fence at the start of a line that may hold a call without tags (tentative): its
-             info word (a language calls are written in), then blank lines, then the call.
+             info word (a language calls are written in), then blank lines, then the call
+             (a JSON fence may hold several, one after another).
 - BODY_START after a block's opening tag: the first text picks the reader.
 - BLOCK      a call reader consumes until its block ends.
 - TAGLESS    a call without tags (tentative), read strictly: a JSON object naming a bound tool,
@@ -931,6 +932,12 @@ class StreamParser:
                 tentative.resume = State.CONTENT
                 return pos + 3
             if cut_off(buf, pos, "```"):
+                return pos
+            if buf[pos] == "{" and tentative.info[0] in _JSON_FENCES:
+                # Another call in the same fence (Qwen2.5-Coder-1.5B writes its parallel
+                # calls so): read as strictly as the first.
+                self._reader = self._strict_json_reader()
+                self._state = State.TAGLESS
                 return pos
         elif tentative.channel is self._content:
             ch = buf[pos]

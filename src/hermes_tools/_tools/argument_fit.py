@@ -64,7 +64,7 @@ def fit_arguments(
         types = value_types(resolve_ref(prop, schema)) or frozenset()
         if value is None and key not in required and types and "null" not in types:
             del fitted[key]
-        elif isinstance(value, list) and types and types <= _ONE_VALUE_TYPES:
+        elif isinstance(value, list) and takes_one_value(prop, schema):
             spread.append(key)
     if len(spread) > 1:
         return None  # which items go together is anybody's guess
@@ -83,6 +83,13 @@ def fit_arguments(
     if any(check_arguments(tool, schema, call) is not None for call in calls):
         return None
     return calls
+
+
+def takes_one_value(parameter: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """Whether a parameter takes one scalar value, so that a list given to it is spread over
+    several calls."""
+    types = value_types(resolve_ref(parameter, schema)) or frozenset()
+    return bool(types) and types <= _ONE_VALUE_TYPES
 
 
 def _values_of_schema_shape(
