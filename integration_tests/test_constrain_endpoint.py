@@ -19,8 +19,9 @@ from openai import AsyncOpenAI, OpenAI
 
 import hermes_tools
 from endpoint_helpers import WEATHER_TOOL
-from hermes_tools._constrain.memory import PROCESS_MEMORY
 from hermes_tools._constrain.servers import is_probe
+from hermes_tools._policy import native
+from hermes_tools._policy.constraint_setting import PROCESS_MEMORY
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.langchain import ChatHermes
 from hermes_tools.llama_index import HermesLLM
@@ -42,9 +43,11 @@ PROBE_FIELDS = {
 
 @pytest.fixture(autouse=True)
 def fresh_memory() -> Iterator[None]:
-    PROCESS_MEMORY.forget()
+    for memory in (PROCESS_MEMORY, native.PROCESS_MEMORY):
+        memory.forget()
     yield
-    PROCESS_MEMORY.forget()
+    for memory in (PROCESS_MEMORY, native.PROCESS_MEMORY):
+        memory.forget()
 
 
 @pytest.fixture(autouse=True)
@@ -187,6 +190,27 @@ def test_a_server_failing_on_a_grammar_gets_the_request_again_without_it(
     assert "grammar" in first
     assert "grammar" not in again
     assert "grammar" not in later
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_request_whose_native_tools_were_refused_goes_constrained(
+    server: ScriptedServer, openai_client: OpenAI, stream: bool
+) -> None:
+    server.constrains = "gbnf"
+    server.script(Reply("registry.ollama.ai/library/gemma3 does not support tools", status=400))
+    server.script(CALL)
+    client = hermes_tools.wrap(openai_client, native_tools="auto", constrain="auto")
+    if stream:
+        chunks = list(oslo(client, stream=True))
+        calls = [c for chunk in chunks for c in chunk.choices[0].delta.tool_calls or []]
+    else:
+        calls = oslo(client).choices[0].message.tool_calls
+    assert calls[0].function.name == "get_weather"
+    native, prompted = asked(server)
+    assert "tools" in native
+    assert "grammar" not in native
+    assert "tools" not in prompted
+    assert "get_weather" in prompted["grammar"]
 
 
 def test_a_named_kind_skips_the_probe(server: ScriptedServer, openai_client: OpenAI) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from hermes_tools._constrain.memory import Constrain
+from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax

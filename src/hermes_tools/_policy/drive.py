@@ -55,7 +55,8 @@ def send_again(session: ReplySession, error: BaseException) -> bool:
 
 
 def probe(session: ReplySession, transport: Transport) -> None:
-    """Find out what the endpoint constrains, where the session needs to know."""
+    """Find out what the endpoint constrains, where the session needs to know (before any
+    attempt: the first, or the one after the tools sent natively were refused)."""
     if not session.needs_probe:
         return
     answered = False
@@ -97,8 +98,8 @@ def _answered(error: BaseException) -> bool:
 
 
 def whole_reply(session: ReplySession, transport: Transport) -> dict[str, Any]:
-    probe(session, transport)
     while True:
+        probe(session, transport)
         try:
             ask_again = session.completion(transport.create(session.request()))
         except transport.failures as error:
@@ -119,12 +120,11 @@ def stream_reply(
     """The reply's chunks, repairs included. `first`: the first attempt's stream, when the
     transport already opened it (so that a failing request fails where it was made)."""
     upstream = first
-    if upstream is None:
-        probe(session, transport)
     while True:
         sent = False
         try:
             if upstream is None:
+                probe(session, transport)
                 upstream = transport.stream(session.request())
             try:
                 for chunk in upstream:
@@ -152,8 +152,8 @@ def stream_reply(
 
 
 async def awhole_reply(session: ReplySession, transport: AsyncTransport) -> dict[str, Any]:
-    await aprobe(session, transport)
     while True:
+        await aprobe(session, transport)
         try:
             ask_again = session.completion(await transport.create(session.request()))
         except transport.failures as error:
@@ -172,13 +172,12 @@ async def astream_reply(
     first: AsyncIterator[Mapping[str, Any]] | None = None,
 ) -> AsyncIterator[Chunk]:
     upstream = first
-    if upstream is None:
-        await aprobe(session, transport)
     turn_started = time.perf_counter()
     while True:
         sent = False
         try:
             if upstream is None:
+                await aprobe(session, transport)
                 upstream = transport.stream(session.request())
             try:
                 async for chunk in upstream:

@@ -11,8 +11,9 @@ natively from then on.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
+
+from hermes_tools._policy.endpoint_memory import EndpointMemory
 
 NATIVE_TOOLS_MODES = ("never", "auto")
 
@@ -42,28 +43,9 @@ def refuses_tools(error: BaseException) -> bool:
     return any(refusal in text for refusal in _REFUSALS)
 
 
-@dataclass
-class NativeToolsMemory:
-    """Per endpoint and model: True once native calls came back, False once tools had to be
-    written into the prompt. Shared by the threads of a process."""
-
-    _known: dict[tuple[str, str], bool] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def worth_trying(self, endpoint: str, model: str) -> bool:
-        with self._lock:
-            return self._known.get((endpoint, model), True)
-
-    def remember(self, endpoint: str, model: str, *, native: bool) -> None:
-        with self._lock:
-            self._known[(endpoint, model)] = native
-
-    def forget(self) -> None:
-        with self._lock:
-            self._known.clear()
-
-
-PROCESS_MEMORY = NativeToolsMemory()
+# Per endpoint and model: True once native calls came back, False once tools had to be
+# written into the prompt.
+PROCESS_MEMORY: EndpointMemory[bool] = EndpointMemory()
 
 
 @dataclass(frozen=True)
@@ -71,4 +53,4 @@ class NativeFirst:
     """A request's "auto": where to remember what happened, and under which endpoint."""
 
     endpoint: str
-    memory: NativeToolsMemory = field(default_factory=lambda: PROCESS_MEMORY)
+    memory: EndpointMemory[bool] = field(default_factory=lambda: PROCESS_MEMORY)

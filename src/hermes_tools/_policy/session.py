@@ -31,10 +31,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, cast
 
-from hermes_tools._constrain.memory import Constrain
 from hermes_tools._constrain.servers import ServerKind, probe_requests
 from hermes_tools._parse.json_text.lexer import canonical
 from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, MadeCall
+from hermes_tools._policy.constraint_setting import Constrain
+from hermes_tools._policy.endpoint_memory import UNKNOWN
 from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.reply import CallPolicy, ChoiceReply, Delta
 from hermes_tools._policy.request import (
@@ -158,7 +159,7 @@ class ReplySession:
         self.native = (
             native_first is not None
             and bool(self._toolbox)
-            and native_first.memory.worth_trying(native_first.endpoint, self._model)
+            and native_first.memory.recall(native_first.endpoint, self._model) is not False
         )
         constrainable = self._toolbox and self._choice.mode != "none" and self._parse_calls
         self._constrain = constrain if constrain is not None and constrainable else None
@@ -185,7 +186,7 @@ class ReplySession:
             c is not None
             and c.mode == "auto"
             and not self.native
-            and not c.memory.known(c.endpoint, self._model)
+            and c.memory.recall(c.endpoint, self._model) is UNKNOWN
         )
 
     def probe_requests(self) -> list[tuple[ServerKind, dict[str, Any]]]:
@@ -206,9 +207,8 @@ class ReplySession:
         c = self._constrain
         if c is None:
             return None
-        if c.memory.known(c.endpoint, self._model):
-            kind = c.memory.kind(c.endpoint, self._model)
-        else:
+        kind = c.memory.recall(c.endpoint, self._model)
+        if kind is UNKNOWN:
             kind = None if c.mode == "auto" else cast(ServerKind, c.mode)
         if kind is None:
             return None
@@ -226,7 +226,7 @@ class ReplySession:
     def _remember_native(self, native: bool) -> None:
         if self._native_first is not None:
             memory, endpoint = self._native_first.memory, self._native_first.endpoint
-            memory.remember(endpoint, self._model, native=native)
+            memory.remember(endpoint, self._model, native)
 
     @property
     def stop(self) -> list[str]:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools._constrain.memory import Constrain
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
+from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.drive import (
     aprobe,
     astream_reply,
@@ -171,6 +171,7 @@ class HermesOpenAI(_Wrapper[OpenAI]):
             except REQUEST_FAILED as error:
                 if not send_again(session, error):
                     raise
+                probe(session, transport)
                 first = create(self._client, session.request())
             return HermesStream(stream_reply(session, transport, chunks(first)), first.response)
         return ChatCompletion.model_validate(whole_reply(session, transport))
@@ -225,6 +226,7 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
             except REQUEST_FAILED as error:
                 if not send_again(session, error):
                     raise
+                await aprobe(session, transport)
                 first = await acreate(self._client, session.request())
             chunks = astream_reply(session, transport, achunks(first))
             return AsyncHermesStream(chunks, first.response)

@@ -42,7 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from hermes_tools._constrain.memory import Constrain
+from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.drive import astream_reply, awhole_reply
 from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.request import uses_tools
