@@ -16,7 +16,7 @@ import httpx
 from evaluation.cases import Case
 from evaluation.runner import MAX_TOKENS, forget_prefix
 from hermes_tools import HermesFormat
-from hermes_tools._constrain.memory import Constrain
+from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.session import ReplySession
 
 
