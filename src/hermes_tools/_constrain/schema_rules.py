@@ -174,7 +174,7 @@ class SchemaRules:
         members = []
         for key, sub in properties.items():
             value = self.value(sub, root, f"{name}-{key}")
-            if lists_spread and isinstance(sub, dict) and takes_one_value(sub, dict(root)):
+            if lists_spread and isinstance(sub, dict) and takes_one_value(sub, root):
                 value = self._value_or_list(value, f"{name}-{key}")
             key_text = literal(json.dumps(key, ensure_ascii=False))
             members.append((f'{key_text} {self.ws} ":" {self.ws} {value}', key in required))

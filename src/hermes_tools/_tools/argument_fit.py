@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS
@@ -64,7 +65,7 @@ def fit_arguments(
         types = value_types(resolve_ref(prop, schema)) or frozenset()
         if value is None and key not in required and types and "null" not in types:
             del fitted[key]
-        elif isinstance(value, list) and takes_one_value(prop, schema):
+        elif isinstance(value, list) and _one_value(types):
             spread.append(key)
     if len(spread) > 1:
         return None  # which items go together is anybody's guess
@@ -85,10 +86,13 @@ def fit_arguments(
     return calls
 
 
-def takes_one_value(parameter: dict[str, Any], schema: dict[str, Any]) -> bool:
+def takes_one_value(parameter: dict[str, Any], schema: Mapping[str, Any]) -> bool:
     """Whether a parameter takes one scalar value, so that a list given to it is spread over
     several calls."""
-    types = value_types(resolve_ref(parameter, schema)) or frozenset()
+    return _one_value(value_types(resolve_ref(parameter, schema)) or frozenset())
+
+
+def _one_value(types: frozenset[str]) -> bool:
     return bool(types) and types <= _ONE_VALUE_TYPES
 
 
