@@ -73,7 +73,11 @@ ODD_SCHEMAS = [
     {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
     {"type": "object", "properties": {"a": {"oneOf": [{"const": 1}, {"const": "one"}]}}},
     {"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}},
-    {"type": "object", "properties": {"a": {"$ref": "#/definitions/missing"}}},
+    {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/definitions/anything"}},
+        "definitions": {"anything": {}},
+    },
     {"type": "object", "additionalProperties": {"type": "integer"}},
     {"type": "object", "additionalProperties": False},
     {"type": "object", "properties": {"q": {"type": "array", "maxItems": 2}}},

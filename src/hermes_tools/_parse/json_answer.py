@@ -12,6 +12,7 @@ import json
 import re
 
 from hermes_tools._parse.json_text.lexer import canonical, repair
+from hermes_tools._parse.json_text.limits import nesting_problem
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n?```", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -31,12 +32,12 @@ def extract_json_answer(text: str) -> str | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(value, (dict, list)):
+        if isinstance(value, (dict, list)) and not nesting_problem(value):
             return canonical(value)
     for candidate in candidates[1:] or candidates:
         value = repair(candidate)
-        if isinstance(value, (dict, list)) and value:
+        if isinstance(value, (dict, list)) and value and not nesting_problem(value):
             return canonical(value)
     return None

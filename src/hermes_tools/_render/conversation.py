@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hermes_tools._parse.json_text.limits import nesting_problem
 from hermes_tools._parse.parser import parse
 from hermes_tools._render.neutralize import neutralize_json, neutralize_text
 from hermes_tools._render.prompt import Syntax
@@ -215,12 +216,19 @@ def _decode_arguments(arguments: object) -> dict[str, Any] | None:
     if isinstance(arguments, Mapping):
         return dict(arguments)
     if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments)
-        except ValueError:
-            return None
+        value = _json_or_none(arguments)
         return value if isinstance(value, dict) else None
     return None
+
+
+def _json_or_none(text: str) -> Any:
+    """`text` decoded, or None when it is not JSON or nests deeper than call arguments may
+    (written back as text then: deep values only overflow the readers downstream)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return None if nesting_problem(value) else value
 
 
 def _xml_call(
@@ -294,10 +302,9 @@ def _result_value(text: str) -> Any:
     """A result that is a JSON object or array is embedded as such, anything else as text."""
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            pass
+        value = _json_or_none(stripped)
+        if value is not None:
+            return value
     return text
 
 
