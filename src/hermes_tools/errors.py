@@ -92,13 +92,17 @@ class GrammarTooLarge(HermesToolsError):
 
 
 class RequestRejected(HermesToolsError):
-    """A request the proxy answers with 400 itself; it never leaves the proxy."""
+    """A request the proxy answers itself with a 4xx (400 unless `status` says otherwise); it
+    never leaves the proxy."""
 
-    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, param: str | None = None, code: str | None = None, status: int = 400
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
+        self.status = status
 
 
 class UpstreamCut(HermesToolsError):

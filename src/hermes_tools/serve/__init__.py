@@ -2,13 +2,13 @@
 
 Any program that speaks the OpenAI chat API (an agent, an IDE assistant, a chat UI, code in
 another language) points at the proxy instead of the model's server, sends `tools` as it would
-to OpenAI, and gets native `tool_calls` back, streamed or not. Behind it, each
-`/v1/chat/completions` request goes through `wrap()`, the same code path Python users get;
-Anthropic's `/v1/messages` (Claude Code, the `anthropic` SDK) is mapped onto the same reply
-policy; everything else is passed through to the upstream unchanged.
+to OpenAI, and gets native `tool_calls` back, streamed or not. Behind it, chat completions,
+OpenAI's Responses API and Anthropic's Messages API (Claude Code, the `anthropic` SDK) are each
+mapped onto the reply policy Python users get through `wrap()`; the upstream's other model
+routes are passed through unchanged.
 
 Importing this package imports no server stack: `settings` and `command` are plain Python, and
-only `hermes_tools.serve.app` (built when the server starts) imports Starlette and httpx.
+only the app and its fronts (built when the server starts) import Starlette and httpx.
 """
 
 from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config

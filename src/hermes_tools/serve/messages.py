@@ -44,17 +44,16 @@ from hermes_tools._policy.drive import astream_reply, awhole_reply
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError, UpstreamError
-from hermes_tools.serve.app import (
+from hermes_tools.serve.exchange import Exchange, relayed_headers
+from hermes_tools.serve.http import (
     SSE_HEADERS,
-    Exchange,
-    _Handler,
-    _relay_failure,
-    _Responder,
-    _stream_failure,
+    Handler,
+    Responder,
     cancel_on_disconnect,
     closed_at_end,
     error_message,
-    relayed_headers,
+    relay_failure,
+    stream_failure,
 )
 from hermes_tools.serve.upstream import UpstreamChat
 from hermes_tools.serve.validation import json_type, parse_body
@@ -99,7 +98,7 @@ def error_data(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-class AnthropicResponder(_Responder):
+class AnthropicResponder(Responder):
     """Writes errors as Anthropic does: `{"type": "error", "error": {type, message}}`."""
 
     def error_body(
@@ -699,14 +698,14 @@ def sse(events: list[Event]) -> bytes:
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-class _MessagesHandler(_Handler):
+class _MessagesHandler(Handler):
     """What both endpoints share: Anthropic's error shape, the request read and mapped."""
 
-    def responder(self, send: Send, exchange: Exchange) -> _Responder:
+    def responder(self, send: Send, exchange: Exchange) -> Responder:
         return AnthropicResponder(send, exchange)
 
     async def read(
-        self, request: Request, responder: _Responder, *, whole: bool
+        self, request: Request, responder: Responder, *, whole: bool
     ) -> tuple[dict[str, Any], ReplySession] | None:
         """The request's body and its session; None when it was answered with a 400."""
         exchange = responder.exchange
@@ -745,7 +744,7 @@ class CountTokens(_MessagesHandler):
     upstream would get (the tools prompt included); the `hermes-tools-estimate` header says
     so."""
 
-    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+    async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         read = await self.read(request, responder, whole=False)
         if read is None:
             return
@@ -759,7 +758,7 @@ class CountTokens(_MessagesHandler):
 class Messages(_MessagesHandler):
     """`/v1/messages`, whole and streamed."""
 
-    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+    async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         exchange = responder.exchange
         exchange.chat = True
         read = await self.read(request, responder, whole=True)
@@ -802,7 +801,7 @@ class Messages(_MessagesHandler):
         session: ReplySession,
         transport: UpstreamChat,
         model: str,
-        responder: _Responder,
+        responder: Responder,
     ) -> None:
         estimate = estimated_tokens(session.request()["messages"])
         try:
@@ -823,7 +822,7 @@ class Messages(_MessagesHandler):
         session: ReplySession,
         transport: UpstreamChat,
         model: str,
-        responder: _Responder,
+        responder: Responder,
     ) -> None:
         """The reply as Messages events. The upstream is read in a task of its own, so that a
         `ping` goes out whenever it is silent for `PING_SECONDS` (a small model reading Claude
@@ -861,7 +860,7 @@ class Messages(_MessagesHandler):
                     await start()
                     if kind == "failed":
                         assert isinstance(value, Exception)
-                        body, exchange.error = _stream_failure(value, self.settings)
+                        body, exchange.error = stream_failure(value, self.settings)
                         message = json.loads(body)["error"].get("message") or "The reply broke off."
                         await responder.finish(
                             sse([("error", error_data("api_error", str(message)))])
@@ -905,7 +904,7 @@ def _count(exchange: Exchange, calls: list[str], invalid: list[dict[str, Any]]) 
         exchange.invalid_ids.add(str(call.get("id") or f"0:{number}"))
 
 
-async def _relay(exc: Exception, responder: _Responder, handler: _Handler) -> None:
+async def _relay(exc: Exception, responder: Responder, handler: Handler) -> None:
     """A failure before any of the answer was sent, in Anthropic's shape: an upstream error
     keeps its status and message; the rest as the chat front relays it."""
     if isinstance(exc, UpstreamError):
@@ -918,4 +917,4 @@ async def _relay(exc: Exception, responder: _Responder, handler: _Handler) -> No
         data = json.dumps(error_data(error_type(status), message)).encode()
         await responder.whole(status, data, relayed_headers(exc.headers))
         return
-    await _relay_failure(exc, responder, handler.settings)
+    await relay_failure(exc, responder, handler.settings)

@@ -32,16 +32,15 @@ from starlette.types import Receive
 
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import HermesToolsError, RequestRejected
-from hermes_tools.serve.app import (
+from hermes_tools.serve.http import (
     SSE_HEADERS,
-    Upstream,
-    _Handler,
-    _relay_failure,
-    _Responder,
-    _stream_failure,
+    Handler,
+    Responder,
     answer_chunks,
     cancel_on_disconnect,
     closed_at_end,
+    relay_failure,
+    stream_failure,
     whole_answer,
 )
 from hermes_tools.serve.responses_shape import (
@@ -54,7 +53,7 @@ from hermes_tools.serve.responses_shape import (
     sse,
 )
 from hermes_tools.serve.settings import ServeSettings
-from hermes_tools.serve.upstream import UpstreamChat, encode
+from hermes_tools.serve.upstream import Upstream, UpstreamChat, encode
 from hermes_tools.serve.validation import parse_body, requested_model
 
 
@@ -106,7 +105,7 @@ def not_stored(response_id: str, store: ResponseStore) -> RequestRejected:
     )
 
 
-class StoredResponse(_Handler):
+class StoredResponse(Handler):
     """GET /v1/responses/{id}: a response this worker keeps."""
 
     def __init__(
@@ -115,7 +114,7 @@ class StoredResponse(_Handler):
         super().__init__(settings, upstream)
         self.store = store
 
-    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+    async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         response_id = str(request.path_params.get("response_id", ""))
         response = self.store.response(response_id)
         if response is None:
@@ -127,7 +126,7 @@ class StoredResponse(_Handler):
         await responder.whole(200, encode(response))
 
 
-class Responses(_Handler):
+class Responses(Handler):
     """POST /v1/responses (and /responses)."""
 
     def __init__(
@@ -136,7 +135,7 @@ class Responses(_Handler):
         super().__init__(settings, upstream)
         self.store = store
 
-    async def handle(self, request: Request, receive: Receive, responder: _Responder) -> None:
+    async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         exchange = responder.exchange
         exchange.chat = True
         try:
@@ -190,13 +189,13 @@ class Responses(_Handler):
         session: ReplySession | None,
         transport: UpstreamChat,
         keep: bool,
-        responder: _Responder,
+        responder: Responder,
     ) -> None:
         created = time.time()
         try:
             completion = await whole_answer(session, transport, read.chat)
         except Exception as exc:
-            await _relay_failure(exc, responder, self.settings)
+            await relay_failure(exc, responder, self.settings)
             return
         exchange = responder.exchange
         exchange.count(completion, "message")
@@ -211,7 +210,7 @@ class Responses(_Handler):
         session: ReplySession | None,
         transport: UpstreamChat,
         keep: bool,
-        responder: _Responder,
+        responder: Responder,
     ) -> None:
         exchange = responder.exchange
         created = time.time()
@@ -221,7 +220,7 @@ class Responses(_Handler):
                 # its status.
                 first = await anext(chunks, None)
             except Exception as exc:
-                await _relay_failure(exc, responder, self.settings)
+                await relay_failure(exc, responder, self.settings)
                 return
             events = ResponseEvents(read, new_id("resp"), created)
             await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
@@ -236,7 +235,7 @@ class Responses(_Handler):
                     chunk = await anext(chunks, None)
                 ending = events.finish()
             except Exception as exc:
-                body, exchange.error = _stream_failure(exc, self.settings)
+                body, exchange.error = stream_failure(exc, self.settings)
                 error = json.loads(body).get("error") or {}
                 failed = events.fail(str(error.get("message")), str(error.get("code") or "error"))
                 await responder.finish(b"".join(map(sse, failed)))

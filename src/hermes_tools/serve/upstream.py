@@ -19,7 +19,13 @@ from typing import Any
 
 import httpx
 
+from hermes_tools._policy.constraint_setting import Constrain
+from hermes_tools._policy.native import NativeFirst
+from hermes_tools._policy.request import uses_tools
+from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEventError
+from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
+from hermes_tools.serve.settings import ServeSettings
 
 FAILURES: tuple[type[BaseException], ...] = (
     httpx.HTTPError,
@@ -98,3 +104,77 @@ async def data_fields(response: httpx.Response) -> AsyncIterator[bytes]:
     last = b"".join(pending)
     if last.startswith(b"data:"):
         yield last[5:].strip()
+
+
+class Upstream:
+    """One worker's connections to the upstream, built inside its event loop."""
+
+    def __init__(self, settings: ServeSettings) -> None:
+        self.settings = settings
+        # Chat completions, as JSON (see `upstream`); counted and their headers kept for the
+        # log line and the answer.
+        self.chat_http = httpx.AsyncClient(
+            timeout=settings.timeout,
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+            event_hooks={
+                "request": [count_upstream_request],
+                "response": [note_upstream_headers],
+            },
+        )
+        self.http = httpx.AsyncClient(timeout=settings.timeout, follow_redirects=False)
+
+    def chat(self, headers: Mapping[str, str], query: str = "") -> UpstreamChat:
+        """Chat completions at the upstream for one request: these headers, this query."""
+        url = self.url_for("/v1/chat/completions")
+        if query:
+            url += "?" + query
+        return UpstreamChat(self.chat_http, url, headers)
+
+    def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
+        """The reply policy for a chat request, as `wrap()` makes it (with the options of the
+        model's rule); None for a plain chat, which goes upstream as it is."""
+        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        if not (options.parse_without_tools or uses_tools(chat)):
+            return None
+        return self.reply_session(chat, model)
+
+    def reply_session(self, chat: dict[str, Any], model: str) -> ReplySession:
+        """The reply policy even for a chat without tools (its reply is still read for
+        reasoning and end tokens): the fronts whose answers are built from the policy's."""
+        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        native = options.native_tools == "auto"
+        return ReplySession(
+            chat,
+            options.format,
+            options.repair_attempts,
+            check_grounding=options.check_grounding,
+            aggregate=chat.get("stream") is not True,
+            native_first=NativeFirst(self.settings.upstream_base) if native else None,
+            constrain=(
+                Constrain(options.constrain, self.settings.upstream_base)
+                if options.constrain != "off"
+                else None
+            ),
+        )
+
+    def url_for(self, path: str) -> str:
+        """`/v1/X` is `X` under the upstream URL; any other path is that path on its host."""
+        base = self.settings.upstream_base
+        if path == "/v1" or path.startswith("/v1/"):
+            return base + path[3:]
+        scheme, _, rest = base.partition("://")
+        return f"{scheme}://{rest.split('/', 1)[0]}{path}"
+
+    def authorization(self, headers: dict[str, str]) -> str | None:
+        """The Authorization the upstream gets: the configured upstream key; none when the proxy
+        has its own key (that key is not the upstream's); else the client's, untouched."""
+        if self.settings.upstream_api_key:
+            return f"Bearer {self.settings.upstream_api_key}"
+        if self.settings.api_key:
+            return None
+        return headers.get("authorization")
+
+    async def aclose(self) -> None:
+        await self.chat_http.aclose()
+        await self.http.aclose()

@@ -1,0 +1,101 @@
+"""One request's record, for the proxy's log line: what it asked, what came of it, how long
+it took; never its content, prompts or keys. The record of the request being answered is in a
+context variable, so the upstream client's event hooks can count its upstream requests and keep
+the headers the answer carries back."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Upstream response headers a chat answer carries back, whole or streamed, failed or not: the
+# request id and the rate-limit counters and waits clients act on.
+_RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
+
+
+@dataclass
+class Exchange:
+    """What the log line says about one request; never its content."""
+
+    method: str
+    path: str
+    started: float = field(default_factory=time.perf_counter)
+    chat: bool = False
+    model: str | None = None
+    stream: bool = False
+    tools: int = 0
+    call_ids: set[str] = field(default_factory=set)
+    invalid_ids: set[str] = field(default_factory=set)
+    upstream_requests: int = 0
+    status: int = 0
+    error: str | None = None
+    client_gone: bool = False
+    # The relayed headers of the latest upstream chat answer (a repair's, if one was made).
+    upstream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+    def line(self) -> str:
+        elapsed = (time.perf_counter() - self.started) * 1000
+        if not self.chat:
+            parts = [f"{self.method} {self.path}", f"status={self.status}"]
+        else:
+            parts = [
+                f"{self.method} {self.path}",
+                f"model={json.dumps(self.model) if self.model is not None else '-'}",
+                f"stream={str(self.stream).lower()}",
+                f"tools={self.tools}",
+                f"calls={len(self.call_ids - self.invalid_ids)}",
+                f"invalid={len(self.invalid_ids)}",
+                f"repairs={max(0, self.upstream_requests - 1)}",
+                f"status={self.status}",
+            ]
+        if self.error:
+            parts.append(f"error={self.error}")
+        if self.client_gone:
+            parts.append("client_disconnected=true")
+        parts.append(f"ms={elapsed:.0f}")
+        return " ".join(parts)
+
+    def count(self, answer: Mapping[str, Any], part: str) -> None:
+        """The calls a chunk (`part` "delta") or completion ("message") carries, and the
+        invalid ones (the policy's `invalid_tool_calls`; those sent among `tool_calls` as well
+        are not counted as calls)."""
+        for choice in answer.get("choices") or ():
+            carried = choice.get(part) or {}
+            self.call_ids.update(
+                call["id"] for call in carried.get("tool_calls") or () if call.get("id")
+            )
+            index = choice.get("index") or 0
+            for number, call in enumerate(carried.get("invalid_tool_calls") or ()):
+                call_id = call.get("id") if isinstance(call, dict) else None
+                self.invalid_ids.add(call_id or f"{index}:{number}")
+
+
+EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
+    "hermes_tools_serve_exchange", default=None
+)
+
+
+async def count_upstream_request(request: Any) -> None:
+    """httpx event hook: each upstream chat request of a proxied one (2 = one repair)."""
+    exchange = EXCHANGE.get()
+    if exchange is not None and request.url.path.endswith("/chat/completions"):
+        exchange.upstream_requests += 1
+
+
+async def note_upstream_headers(response: Any) -> None:
+    """httpx event hook: keep the headers the client gets back from each upstream answer."""
+    exchange = EXCHANGE.get()
+    if exchange is not None and response.request.url.path.endswith("/chat/completions"):
+        exchange.upstream_headers = relayed_headers(response.headers)
+
+
+def relayed_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    return [
+        (name.encode(), value.encode())
+        for name, value in headers.items()
+        if name.lower() in _RELAYED_HEADERS or name.lower().startswith("x-ratelimit-")
+    ]

@@ -1,0 +1,354 @@
+"""The HTTP base every front of the proxy shares: one request's handler, its responder, and how
+failures become answers.
+
+`Handler` answers one request: it checks the proxy's key, logs one line when it is done, and
+answers even when the front fails (500 before the answer started; after, the stream is closed).
+`Responder` writes the answer and remembers how far it got; a front for another API overrides
+how its errors are shaped. `relay_failure` turns an upstream failure before the answer started
+into a status and body, `stream_failure` one after it started into the stream's error event.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+from starlette.requests import Request
+from starlette.types import Message, Receive, Scope, Send
+
+from hermes_tools._policy.drive import astream_reply, awhole_reply
+from hermes_tools._policy.session import ReplySession
+from hermes_tools.errors import (
+    HermesToolsError,
+    IncompleteStreamError,
+    ToolCallRequiredError,
+    UpstreamCut,
+    UpstreamError,
+    UpstreamEventError,
+)
+from hermes_tools.serve.exchange import EXCHANGE, Exchange, relayed_headers
+from hermes_tools.serve.settings import ServeSettings
+from hermes_tools.serve.upstream import Upstream, UpstreamChat
+
+log = logging.getLogger("hermes_tools.serve")
+
+# Request headers that belong to the connection, the body or the client's SDK, not the request.
+_NOT_FORWARDED = {
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "content-type",
+    "accept",
+    "accept-encoding",
+    "user-agent",
+    "authorization",
+}
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),  # nginx in front: do not buffer the stream
+]
+
+
+def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> bytes:
+    return json.dumps(
+        {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    ).encode()
+
+
+class Handler:
+    """An ASGI endpoint that logs one line per request and answers even when it fails."""
+
+    def __init__(self, settings: ServeSettings, upstream: Callable[[], Upstream]) -> None:
+        self.settings = settings
+        self.upstream = upstream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        exchange = Exchange(scope["method"], scope["path"])
+        token = EXCHANGE.set(exchange)
+        responder = self.responder(send, exchange)
+        try:
+            request = Request(scope, receive)
+            if not self._authorized(request):
+                await responder.error(
+                    401,
+                    "Incorrect API key provided.",
+                    "invalid_request_error",
+                    code="invalid_api_key",
+                )
+                return
+            await self.handle(request, receive, responder)
+        except UpstreamCut:
+            raise  # uvicorn drops the connection
+        except Exception:
+            log.exception("internal error answering %s %s", scope["method"], scope["path"])
+            exchange.error = "internal"
+            if not responder.started:
+                await responder.error(500, "The proxy failed to answer.", "server_error")
+            else:
+                await responder.finish()
+        finally:
+            EXCHANGE.reset(token)
+            log.info(exchange.line())
+
+    def _authorized(self, request: Request) -> bool:
+        """The proxy's own key, as OpenAI's clients send it (`Authorization: Bearer`) or as
+        Anthropic's do (`x-api-key`)."""
+        key = self.settings.api_key
+        if not key:
+            return True
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode()):
+            return True
+        other = request.headers.get("x-api-key")
+        return other is not None and hmac.compare_digest(other.strip().encode(), key.encode())
+
+    def responder(self, send: Send, exchange: Exchange) -> Responder:
+        """What writes the answer: a front for another API writes errors in its own shape."""
+        return Responder(send, exchange)
+
+    async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
+        raise NotImplementedError
+
+    def forwarded_headers(self, request: Request) -> dict[str, str]:
+        # With a key of its own, the proxy's key is not the upstream's, whichever header
+        # brought it.
+        own_key = "x-api-key" if self.settings.api_key else None
+        return {
+            key: value
+            for key, value in request.headers.items()
+            if key not in _NOT_FORWARDED and not key.startswith("x-stainless-") and key != own_key
+        }
+
+    def upstream_headers(self, request: Request) -> dict[str, str]:
+        """The client's headers as the upstream gets them, with the upstream's key."""
+        headers = self.forwarded_headers(request)
+        authorization = self.upstream().authorization(dict(request.headers))
+        if authorization:
+            headers["authorization"] = authorization
+        return headers
+
+
+class Responder:
+    """Sends one response, remembering how far it got; errors in OpenAI's shape."""
+
+    def __init__(self, send: Send, exchange: Exchange) -> None:
+        self._send = send
+        self.exchange = exchange
+        self.started = False
+        self.finished = False
+
+    async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.started = True
+        self.exchange.status = status
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def body(self, data: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def finish(self, data: bytes = b"") -> None:
+        if not self.finished:
+            self.finished = True
+            await self._send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def whole(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        await self.start(
+            status,
+            [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        )
+        await self.finish(body)
+
+    async def error(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        param: str | None = None,
+        code: str | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        self.exchange.error = self.exchange.error or code or kind
+        await self.whole(status, self.error_body(status, message, kind, param, code), headers)
+
+    def error_body(
+        self, status: int, message: str, kind: str, param: str | None, code: str | None
+    ) -> bytes:
+        """An error in this API's shape (OpenAI's here)."""
+        return error_body(message, kind, param, code)
+
+
+async def _until_disconnected(receive: Receive) -> None:
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def cancel_on_disconnect(
+    receive: Receive, responder: Responder, work: Callable[[], Awaitable[None]]
+) -> None:
+    """Run `work`; if the client goes away first, cancel it (and so its upstream request)."""
+    failed: list[Exception] = []
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            await _until_disconnected(receive)
+            if not responder.finished:  # not just the end of a whole answer
+                responder.exchange.client_gone = True
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        try:
+            await work()
+        except Exception as exc:
+            failed.append(exc)  # raised below as itself, not in an exception group
+        finally:
+            group.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+
+
+async def whole_answer(
+    session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
+) -> dict[str, Any]:
+    """The whole answer: the reply policy's, or the upstream's as it is (no session)."""
+    if session is None:
+        return await transport.create(chat)
+    return await awhole_reply(session, transport)
+
+
+def answer_chunks(
+    session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The answer's chunks: the reply policy's, or the upstream's as they come where the
+    policy has nothing to do (no session)."""
+    return transport.stream(chat) if session is None else astream_reply(session, transport)
+
+
+@asynccontextmanager
+async def closed_at_end(
+    chunks: AsyncIterator[dict[str, Any]],
+) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    """`chunks`, closed (and so the upstream's stream) however the request ends, even when it
+    is cancelled because the client went away."""
+    try:
+        yield chunks
+    finally:
+        with anyio.CancelScope(shield=True):
+            await chunks.aclose()  # type: ignore[attr-defined]
+
+
+async def relay_failure(exc: Exception, responder: Responder, settings: ServeSettings) -> None:
+    """An error before any of the answer was sent, as an HTTP status and OpenAI-style body."""
+    if isinstance(exc, UpstreamError):
+        status, body = exc.status, exc.body
+        responder.exchange.error = f"upstream_{status}"
+        if not _is_openai_error(body):
+            text = body.decode("utf-8", "replace").strip()[:1000]
+            message = text or f"The upstream answered {status}."
+            body = error_body(message, "upstream_error", code=str(status))
+        await responder.whole(status, body, relayed_headers(exc.headers))
+    elif isinstance(exc, httpx.TimeoutException):
+        await responder.error(
+            504,
+            f"The upstream did not answer within {settings.timeout:g} seconds.",
+            "upstream_error",
+            code="upstream_timeout",
+        )
+    elif isinstance(exc, httpx.TransportError):
+        await responder.error(
+            502,
+            f"The upstream could not be reached ({exc or type(exc).__name__}).",
+            "upstream_error",
+            code="upstream_unreachable",
+        )
+    elif isinstance(exc, (UpstreamEventError, IncompleteStreamError, json.JSONDecodeError)):
+        await responder.error(
+            502,
+            f"The upstream's answer could not be read: {exc}",
+            "upstream_error",
+            code="upstream_bad_answer",
+        )
+    elif isinstance(exc, ToolCallRequiredError):
+        # The model's failure, not the caller's: a bad answer from upstream, worth a retry.
+        await responder.error(502, str(exc), "upstream_error", code=CALL_REQUIRED)
+    elif isinstance(exc, HermesToolsError):
+        # The endpoint layer cannot render this request: the caller's mistake.
+        await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
+    else:
+        raise exc
+
+
+CALL_REQUIRED = "tool_call_required"
+
+
+def stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]:
+    """The error event that ends a stream which broke after it started, and its log code."""
+    if isinstance(exc, UpstreamEventError):
+        # An error event the upstream itself sent mid-stream.
+        error = exc.error if isinstance(exc.error, dict) else {"message": str(exc)}
+        data = {"error": {"type": "upstream_error", "param": None, "code": None, **error}}
+        return json.dumps(data).encode(), "upstream_error_event"
+    if isinstance(exc, UpstreamError):
+        # An error status after the answer started (a repair's request, or a first request
+        # slower than the first ping): its message, in the stream's error event.
+        code = f"upstream_{exc.status}"
+        message = error_message(exc.body) or str(exc)
+    elif isinstance(exc, IncompleteStreamError):
+        code, message = "upstream_incomplete", str(exc)
+    elif isinstance(exc, ToolCallRequiredError):
+        code, message = CALL_REQUIRED, str(exc)
+    elif isinstance(exc, httpx.TimeoutException):
+        code = "upstream_timeout"
+        message = (
+            f"The upstream sent nothing for {settings.timeout:g} seconds; the reply is incomplete."
+        )
+    elif isinstance(exc, httpx.TransportError):
+        code = "upstream_cut"
+        message = "The upstream closed the connection before the reply was finished."
+    elif isinstance(exc, json.JSONDecodeError):
+        code = "upstream_bad_answer"
+        message = f"The upstream sent an event that is not JSON: {exc}"
+    else:
+        log.error("stream failed: %s", type(exc).__name__, exc_info=exc)
+        code, message = "internal", "The proxy failed while streaming the reply."
+    return error_body(message, "upstream_error", code=code), code
+
+
+def _is_openai_error(body: bytes) -> bool:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("error"), dict)
+
+
+def error_message(body: bytes) -> str | None:
+    """The message of an OpenAI-style error body (`{"error": {"message": ...}}`), if it is one."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
