@@ -23,7 +23,7 @@ CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool
 # -- everything else passes through --------------------------------------------------------------
 
 
-def test_models_and_other_paths_pass_through_unchanged(
+def test_the_model_routes_pass_through_unchanged_and_no_other(
     server: ScriptedServer, proxy: RunningProxy
 ) -> None:
     models = httpx.get(proxy.base_url + "/models?limit=5", headers={"x-trace": "abc"})
@@ -35,8 +35,9 @@ def test_models_and_other_paths_pass_through_unchanged(
     assert error_of(missing)["message"] == "not found"
     outside = httpx.get(proxy.url + "/metrics")
     assert outside.status_code == 404
+    assert "passthrough setting opens others" in error_of(outside)["message"]
     paths = [request.path for request in server.requests]
-    assert paths == ["/v1/models?limit=5", "/v1/embeddings", "/metrics"]  # query kept
+    assert paths == ["/v1/models?limit=5", "/v1/embeddings"]  # query kept; /metrics not asked
     assert server.requests[0].headers["x-trace"] == "abc"
     assert server.requests[1].body == embedding
 

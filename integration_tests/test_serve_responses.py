@@ -395,9 +395,9 @@ def test_previous_response_id_the_worker_does_not_have_is_a_clear_400(
             error = error_of(caught.value.response)
             assert error["param"] == "previous_response_id"
             assert error["code"] == "previous_response_not_found"
-            assert "no state across workers, replicas" in error["message"]
+            assert "answered by another worker, replica or before a restart" in error["message"]
             assert "whole conversation in `input`" in error["message"]
-            assert "sticky sessions" in error["message"]
+            assert 'response_store = "redis://..."' in error["message"]
         with pytest.raises(openai.NotFoundError):
             client.responses.retrieve(unstored.id)
 

@@ -5,6 +5,7 @@ policy's answer written back as a response object and as stream events (validate
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -18,7 +19,7 @@ from pydantic import TypeAdapter
 
 from hermes_tools.errors import RequestRejected, ServeConfigError
 from hermes_tools.serve.command import settings_from_arguments
-from hermes_tools.serve.responses import ResponseStore
+from hermes_tools.serve.response_store import MemoryStore
 from hermes_tools.serve.responses_shape import (
     ChatRequest,
     ResponseEvents,
@@ -134,19 +135,42 @@ def test_a_previous_responses_items_come_first_and_errors_count_from_the_new_inp
     assert raised.value.param == "input[0].call_id"
 
 
-def test_the_store_is_a_bounded_lru_and_keeps_the_whole_conversation() -> None:
-    store = ResponseStore(2)
-    for number in range(3):
-        store.put({"id": f"r{number}", "output": [{"n": number}]}, [{"in": number}])
-    assert store.items("r0") is None
-    assert store.items("r1") == [{"in": 1}, {"n": 1}]  # now the most recent
-    store.put({"id": "r3", "output": []}, [])
-    assert store.items("r2") is None
-    assert store.items("r1") is not None
-    assert len(store) == 2
-    nothing = ResponseStore(0)
-    nothing.put({"id": "r", "output": []}, [])
-    assert len(nothing) == 0
+def test_the_memory_store_is_a_bounded_lru_by_count() -> None:
+    store = MemoryStore(2, 10_000)
+
+    async def run() -> None:
+        for number in range(3):
+            await store.put(f"r{number}", b"[%d]" % number, b"{}")
+        assert await store.conversation("r0") is None
+        assert await store.conversation("r1") == b"[1]"  # now the most recent
+        await store.put("r3", b"[]", b"{}")
+        assert await store.conversation("r2") is None
+        assert await store.conversation("r1") is not None
+        assert len(store) == 2
+        nothing = MemoryStore(0, 10_000)
+        await nothing.put("r", b"[]", b"{}")
+        assert len(nothing) == 0
+
+    asyncio.run(run())
+
+
+def test_the_memory_store_is_bounded_by_bytes_too() -> None:
+    store = MemoryStore(100, 1_000)
+
+    async def run() -> None:
+        for number in range(5):
+            await store.put(f"r{number}", b"x" * 290, b"y" * 10)  # 300 bytes each
+        assert len(store) == 3
+        assert store.bytes == 900
+        assert await store.conversation("r1") is None
+        assert await store.response("r4") == b"y" * 10
+        await store.put("huge", b"x" * 1_001, b"")  # larger than the whole store: not kept
+        assert await store.conversation("huge") is None
+        assert len(store) == 3
+        await store.put("r4", b"z" * 50, b"")  # kept again: counted once
+        assert store.bytes == 650
+
+    asyncio.run(run())
 
 
 # -- the answer ----------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ from starlette.routing import Route
 from hermes_tools.serve.chat import ChatCompletions
 from hermes_tools.serve.messages import CountTokens, Messages
 from hermes_tools.serve.passthrough import PassThrough
-from hermes_tools.serve.responses import Responses, ResponseStore, StoredResponse
+from hermes_tools.serve.response_store import store_for
+from hermes_tools.serve.responses import Responses, StoredResponse
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
 from hermes_tools.serve.upstream import Upstream
 
@@ -49,6 +50,7 @@ from hermes_tools.serve.upstream import Upstream
 def create_app(settings: ServeSettings) -> Starlette:
     """The proxy for one set of settings."""
     state: dict[str, Upstream] = {}
+    store = store_for(settings)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -57,12 +59,12 @@ def create_app(settings: ServeSettings) -> Starlette:
             yield
         finally:
             await state.pop("upstream").aclose()
+            await store.aclose()
 
     def upstream() -> Upstream:
         return state["upstream"]
 
     chat = ChatCompletions(settings, upstream)
-    store = ResponseStore(settings.stored_responses)
     responses = Responses(settings, upstream, store)
     stored = StoredResponse(settings, upstream, store)
     return Starlette(

@@ -10,7 +10,8 @@ from starlette.requests import Request
 from starlette.types import Receive
 
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import HermesToolsError, RequestRejected
+from hermes_tools.errors import RequestRejected
+from hermes_tools.serve.exchange import Exchange
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
@@ -22,38 +23,20 @@ from hermes_tools.serve.http import (
     stream_failure,
     whole_answer,
 )
-from hermes_tools.serve.upstream import UpstreamChat, encode
-from hermes_tools.serve.validation import check_chat_request, parse_body
+from hermes_tools.serve.upstream import UpstreamChat
+from hermes_tools.serve.validation import check_chat_request
+from hermes_tools.serve.wire import encode
 
 
 class ChatCompletions(Handler):
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         exchange = responder.exchange
         exchange.chat = True
-        try:
-            body = parse_body(await request.body())
-            if isinstance(body.get("model"), str):
-                exchange.model = body["model"]
-            check_chat_request(body)
-        except RequestRejected as rejected:
-            await responder.error(
-                400, rejected.message, "invalid_request_error", rejected.param, rejected.code
-            )
+        prepared = await self.prepared(request, responder, lambda body: self._read(body, exchange))
+        if prepared is None:
             return
-        refused = self.settings.unmatched(body["model"])
-        if refused is not None:
-            await responder.error(400, refused, "invalid_request_error", "model", "model_not_found")
-            return
-        exchange.stream = body.get("stream") is True
-        exchange.tools = len(body.get("tools") or [])
-        upstream = self.upstream()
-        chat = {**body, "model": self.settings.upstream_model(body["model"])}
-        try:
-            session = upstream.session(chat, body["model"])
-        except HermesToolsError as exc:  # the format cannot render this conversation
-            await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
-            return
-        transport = upstream.chat(self.upstream_headers(request), request.url.query)
+        chat, session = prepared
+        transport = self.upstream().chat(self.upstream_headers(request), request.url.query)
 
         async def work() -> None:
             if exchange.stream:
@@ -62,6 +45,21 @@ class ChatCompletions(Handler):
                 await self._whole(session, transport, chat, responder)
 
         await cancel_on_disconnect(receive, responder, work)
+
+    def _read(
+        self, body: dict[str, Any], exchange: Exchange
+    ) -> tuple[dict[str, Any], ReplySession | None]:
+        """The request as the upstream gets it, and its policy (run off the event loop)."""
+        if isinstance(body.get("model"), str):
+            exchange.model = body["model"]
+        check_chat_request(body)
+        refused = self.settings.unmatched(body["model"])
+        if refused is not None:
+            raise RequestRejected(refused, "model", "model_not_found")
+        exchange.stream = body.get("stream") is True
+        exchange.tools = len(body.get("tools") or [])
+        chat = {**body, "model": self.settings.upstream_model(body["model"])}
+        return chat, self.upstream().session(chat, body["model"])
 
     async def _whole(
         self,

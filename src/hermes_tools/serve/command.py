@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import ipaddress
 import logging
 import logging.config
 import os
@@ -18,9 +19,11 @@ from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools.errors import ServeConfigError
+from hermes_tools.serve.limits import LIMIT_HELP, Limits
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
 
 DEFAULT_PORT = 8800
+_LIMITS = tuple(Limits().as_dict().items())
 API_KEY_VARIABLE = "HERMES_SERVE_API_KEY"
 UPSTREAM_KEY_VARIABLE = "HERMES_UPSTREAM_API_KEY"
 MISSING_EXTRA = (
@@ -57,22 +60,46 @@ def add_serve_command(commands: Any) -> None:
         help="TOML file: upstream, timeout, [format] options, and [[models]] rules mapping "
         "model-name patterns to format options",
     )
-    serve.add_argument(
+    keys = serve.add_argument_group(
+        "keys (from the environment or a file: a key on the command line is seen by `ps`)"
+    )
+    keys.add_argument(
         "--api-key",
         metavar="KEY",
-        help=f"require this key from clients (or set {API_KEY_VARIABLE}); without it, the "
-        "client's Authorization goes upstream untouched",
+        help=f"require this key from clients (or set {API_KEY_VARIABLE}, or --api-key-file); "
+        "without it, the client's Authorization goes upstream untouched",
     )
-    serve.add_argument(
+    keys.add_argument(
+        "--api-key-file", metavar="FILE", help="read the key clients must send from FILE"
+    )
+    keys.add_argument(
+        "--no-api-key",
+        action="store_true",
+        help="listen beyond 127.0.0.1 with no key: anyone who reaches the port uses the model "
+        "(refused without this flag)",
+    )
+    keys.add_argument(
         "--upstream-api-key",
         metavar="KEY",
-        help=f"send this key upstream instead of the client's (or set {UPSTREAM_KEY_VARIABLE})",
+        help=f"send this key upstream instead of the client's (or set {UPSTREAM_KEY_VARIABLE}, "
+        "or --upstream-api-key-file); sent with the model routes only",
+    )
+    keys.add_argument(
+        "--upstream-api-key-file", metavar="FILE", help="read the upstream's key from FILE"
     )
     serve.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
         help="how long to wait for the upstream, per read (600)",
+    )
+    serve.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="raise or lower a limit of one request (or [limits] in the config file): "
+        + "; ".join(f"{name} ({default:,}): {LIMIT_HELP[name]}" for name, default in _LIMITS),
     )
     serve.add_argument(
         "--log-level",
@@ -183,19 +210,83 @@ def settings_from_arguments(args: argparse.Namespace) -> ServeSettings:
         {name: getattr(args, name) for name in _CLI_OPTIONS if getattr(args, name) is not None}
     )
     timeout = args.timeout if args.timeout is not None else (config.timeout if config else None)
+    limits = {**(config.limits if config else {}), **_limits_given(args.limit)}
     return ServeSettings(
         upstream=upstream,
-        api_key=args.api_key or os.environ.get(API_KEY_VARIABLE) or None,
-        upstream_api_key=args.upstream_api_key or os.environ.get(UPSTREAM_KEY_VARIABLE) or None,
+        api_key=_key(args.api_key, args.api_key_file, API_KEY_VARIABLE, "--api-key-file"),
+        upstream_api_key=_key(
+            args.upstream_api_key,
+            args.upstream_api_key_file,
+            UPSTREAM_KEY_VARIABLE,
+            "--upstream-api-key-file",
+        ),
         timeout=600.0 if timeout is None else timeout,
         options=options,
         models=config.models if config else (),
+        limits=Limits.from_mapping(limits, "--limit"),
         **{
             name: getattr(config, name)
-            for name in ("reject_unmatched_models", "stored_responses")
+            for name in (
+                "reject_unmatched_models",
+                "stored_responses",
+                "stored_responses_bytes",
+                "response_store",
+                "passthrough",
+            )
             if config is not None and getattr(config, name) is not None
         },
     )
+
+
+def _key(given: str | None, file: str | None, variable: str, flag: str) -> str | None:
+    """A key from the command line, a file (its first line) or the environment, in that
+    order."""
+    if given:
+        return given
+    if file:
+        try:
+            with open(file, encoding="utf-8") as opened:
+                key = opened.readline().strip()
+        except OSError as exc:
+            raise ServeConfigError(f"Cannot read {flag} {file}: {exc.strerror or exc}") from None
+        if not key:
+            raise ServeConfigError(f"{flag} {file} holds no key on its first line.")
+        return key
+    return os.environ.get(variable) or None
+
+
+def _limits_given(given: list[str]) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for item in given:
+        name, equals, value = item.partition("=")
+        if not equals or not value.strip().isdigit():
+            raise ServeConfigError(
+                f"--limit takes NAME=VALUE with a whole number, such as --limit tools=128, not "
+                f"{item!r}."
+            )
+        limits[name.strip()] = int(value)
+    return limits
+
+
+def check_exposure(host: str, settings: ServeSettings, no_api_key: bool) -> None:
+    """Refuse to listen beyond this machine without a key, unless the operator says so."""
+    if settings.api_key or no_api_key or is_loopback(host):
+        return
+    raise ServeConfigError(
+        f"--host {host} listens beyond this machine, and no key is set: anyone who reaches the "
+        f"port could use the model. Set one with {API_KEY_VARIABLE}=... in the environment or "
+        "--api-key-file FILE (clients send it as their API key), or pass --no-api-key if the "
+        "port is protected some other way."
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
 
 
 class WithoutUpstreamCuts(logging.Filter):
@@ -241,6 +332,7 @@ def log_config(level: str) -> dict[str, Any]:
 
 def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
     settings = settings_from_arguments(args)
+    check_exposure(args.host, settings, args.no_api_key)
     try:
         import uvicorn
 

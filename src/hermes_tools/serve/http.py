@@ -15,9 +15,10 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 import httpx
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
@@ -27,16 +28,20 @@ from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import (
     HermesToolsError,
     IncompleteStreamError,
+    RequestRejected,
     ToolCallRequiredError,
     UpstreamCut,
     UpstreamError,
     UpstreamEventError,
 )
 from hermes_tools.serve.exchange import EXCHANGE, Exchange, relayed_headers
+from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat
+from hermes_tools.serve.validation import parse_body
 
 log = logging.getLogger("hermes_tools.serve")
+T = TypeVar("T")
 
 # Request headers that belong to the connection, the body or the client's SDK, not the request.
 _NOT_FORWARDED = {
@@ -98,8 +103,11 @@ class Handler:
             exchange.error = "internal"
             if not responder.started:
                 await responder.error(500, "The proxy failed to answer.", "server_error")
-            else:
-                await responder.finish()
+            elif not responder.finished:
+                ending = responder.stream_error("The proxy failed while answering.", "internal")
+                if ending is None:
+                    raise UpstreamCut from None  # no way to say it in this answer: drop it
+                await responder.finish(ending)
         finally:
             EXCHANGE.reset(token)
             log.info(exchange.line())
@@ -123,6 +131,35 @@ class Handler:
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         raise NotImplementedError
+
+    async def prepared(
+        self, request: Request, responder: Responder, prepare: Callable[[dict[str, Any]], T]
+    ) -> T | None:
+        """What `prepare` makes of the request's JSON body, read within the limits; None when
+        the request was answered with a 4xx (the limits, or what `prepare` raised).
+
+        Reading a body, checking its tools' schemas and rendering its conversation cost
+        milliseconds, and a large request seconds: that runs in a worker thread, so the event
+        loop goes on serving the other requests."""
+        try:
+            raw = await read_body(request, self.settings.limits.body_bytes)
+            return await anyio.to_thread.run_sync(self._prepare, raw, prepare)
+        except RequestRejected as rejected:
+            await responder.error(
+                rejected.status,
+                rejected.message,
+                "invalid_request_error",
+                rejected.param,
+                rejected.code,
+            )
+        except HermesToolsError as exc:  # the format cannot render this conversation
+            await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
+        return None
+
+    def _prepare(self, raw: bytes, prepare: Callable[[dict[str, Any]], T]) -> T:
+        body = parse_body(raw)
+        check_body(body, raw, self.settings.limits)
+        return prepare(body)
 
     def forwarded_headers(self, request: Request) -> dict[str, str]:
         # With a key of its own, the proxy's key is not the upstream's, whichever header
@@ -195,6 +232,11 @@ class Responder:
     ) -> bytes:
         """An error in this API's shape (OpenAI's here)."""
         return error_body(message, kind, param, code)
+
+    def stream_error(self, message: str, code: str) -> bytes | None:
+        """The event that ends a stream which broke after it started, in this API's shape
+        (chat completions' here); None where the answer cannot say it."""
+        return b"data: " + error_body(message, "server_error", code=code) + b"\n\n"
 
 
 async def _until_disconnected(receive: Receive) -> None:

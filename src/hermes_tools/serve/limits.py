@@ -15,12 +15,13 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
-
-from starlette.requests import Request
+from typing import TYPE_CHECKING, Any
 
 from hermes_tools._tools.schema_check import MAX_SCHEMA_DEPTH
 from hermes_tools.errors import RequestRejected, ServeConfigError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ from hermes_tools.serve.http import (
     stream_failure,
 )
 from hermes_tools.serve.upstream import UpstreamChat
-from hermes_tools.serve.validation import json_type, parse_body
+from hermes_tools.serve.validation import json_type
+from hermes_tools.serve.wire import SPACED, encode
 
 Event = tuple[str, dict[str, Any]]  # an SSE event's name and data
 
@@ -83,6 +84,8 @@ def error_type(status: int) -> str:
         return "permission_error"
     if status == 404:
         return "not_found_error"
+    if status == 413:
+        return "request_too_large"
     if status == 429:
         return "rate_limit_error"
     if status == 504:
@@ -105,6 +108,9 @@ class AnthropicResponder(Responder):
         self, status: int, message: str, kind: str, param: str | None, code: str | None
     ) -> bytes:
         return json.dumps(error_data(error_type(status), message)).encode()
+
+    def stream_error(self, message: str, code: str) -> bytes | None:
+        return sse([("error", error_data("api_error", message))])
 
 
 def _rejected(where: str, problem: str) -> RequestRejected:
@@ -690,7 +696,7 @@ def _event(kind: str, **fields: Any) -> Event:
 
 def sse(events: list[Event]) -> bytes:
     return b"".join(
-        f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+        b"event: " + name.encode() + b"\ndata: " + encode(data, SPACED) + b"\n\n"
         for name, data in events
     )
 
@@ -707,23 +713,18 @@ class _MessagesHandler(Handler):
     async def read(
         self, request: Request, responder: Responder, *, whole: bool
     ) -> tuple[dict[str, Any], ReplySession] | None:
-        """The request's body and its session; None when it was answered with a 400."""
+        """The request's body and its session; None when it was answered with a 4xx."""
         exchange = responder.exchange
-        try:
-            body = parse_body(await request.body())
+
+        def read(body: dict[str, Any]) -> tuple[dict[str, Any], ReplySession]:
             if isinstance(body.get("model"), str):
                 exchange.model = body["model"]
             chat = chat_request(
                 body, upstream_model=self._upstream_model(body.get("model")), whole=whole
             )
-            session = self.upstream().reply_session(chat, body["model"])
-        except RequestRejected as rejected:
-            await responder.error(400, rejected.message, "invalid_request_error")
-            return None
-        except HermesToolsError as exc:  # the format cannot render this conversation
-            await responder.error(400, str(exc), "invalid_request_error")
-            return None
-        return body, session
+            return body, self.upstream().reply_session(chat, body["model"])
+
+        return await self.prepared(request, responder, read)
 
     def _upstream_model(self, model: object) -> str:
         if not isinstance(model, str) or not model:
@@ -814,7 +815,7 @@ class Messages(_MessagesHandler):
         )
         calls = [block["id"] for block in message["content"] if block["type"] == "tool_use"]
         _count(responder.exchange, calls, message.get("invalid_tool_calls") or [])
-        body = json.dumps(message, ensure_ascii=False).encode()
+        body = encode(message, SPACED)
         await responder.whole(200, body, responder.exchange.upstream_headers)
 
     async def _stream(

@@ -1,14 +1,32 @@
-"""Every other route: passed on to the upstream as it came, its answer relayed as sent."""
+"""The upstream's other model routes: passed on as they came, their answers relayed as sent.
+
+Only the routes a model client needs pass by default (`MODEL_ROUTES`): listing the models,
+completions and embeddings. Whatever else the upstream serves (Ollama's `/api/pull` and
+`/api/delete`, vLLM's `/v1/load_lora_adapter`, a provider's files and batches) stays behind the
+proxy, and holding the proxy's key grants no more than these. The `passthrough` setting opens
+more routes by pattern; those never carry the operator's upstream key.
+"""
 
 from __future__ import annotations
+
+from fnmatch import fnmatchcase
 
 import anyio
 import httpx
 from starlette.requests import Request
 from starlette.types import Receive
 
-from hermes_tools.errors import UpstreamCut
+from hermes_tools.errors import RequestRejected, UpstreamCut
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect
+from hermes_tools.serve.limits import read_body
+
+# "METHOD /path" patterns (shell-style) of the routes passed on without being opened.
+MODEL_ROUTES = (
+    "GET /v1/models",
+    "GET /v1/models/*",
+    "POST /v1/completions",
+    "POST /v1/embeddings",
+)
 
 # A passed-through answer keeps all its headers but these (httpx hands over the raw bytes,
 # so content-encoding stays true).
@@ -23,26 +41,60 @@ _NOT_RETURNED = {
 }
 
 
+def route_matches(patterns: tuple[str, ...], method: str, path: str) -> bool:
+    route = f"{method} {path}"
+    return any(
+        fnmatchcase(route, pattern) or fnmatchcase(f"* {path}", pattern) for pattern in patterns
+    )
+
+
 class PassThrough(Handler):
-    """Any other request goes to the upstream as it came, and its answer comes back as sent."""
+    """A model route (or one the `passthrough` setting opens) goes to the upstream as it came,
+    and its answer comes back as sent; any other gets a 404."""
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
+        method, path = request.method, request.url.path
+        model_route = route_matches(MODEL_ROUTES, method, path)
+        if not (model_route or route_matches(self.settings.passthrough, method, path)):
+            await responder.error(
+                404,
+                f"Invalid URL ({method} {path}): this proxy serves chat completions, Responses "
+                f"and Messages, and passes on only the upstream's model routes "
+                f"({', '.join(MODEL_ROUTES)}); its passthrough setting opens others.",
+                "invalid_request_error",
+                code="unknown_url",
+            )
+            return
         upstream = self.upstream()
         headers = self.forwarded_headers(request)
         for name in ("content-type", "accept", "accept-encoding", "user-agent"):
             if name in request.headers:
                 headers[name] = request.headers[name]
-        authorization = upstream.authorization(dict(request.headers))
+        authorization = upstream.authorization(dict(request.headers), model_route=model_route)
         if authorization:
             headers["authorization"] = authorization
-        url = upstream.url_for(request.url.path)
-        outgoing = upstream.http.build_request(
-            request.method,
-            url,
-            params=request.url.query or None,
-            headers=headers,
-            content=await request.body(),
-        )
+        try:
+            content = await read_body(request, self.settings.limits.body_bytes)
+            outgoing = upstream.http.build_request(
+                method,
+                upstream.url_for(path),
+                params=request.url.query or None,
+                headers=headers,
+                content=content,
+            )
+        except RequestRejected as rejected:
+            await responder.error(
+                rejected.status, rejected.message, "invalid_request_error", code=rejected.code
+            )
+            return
+        except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
+            await responder.error(
+                400,
+                f"The request's URL cannot be passed on: {exc}.",
+                "invalid_request_error",
+                code="invalid_url",
+            )
+            return
 
         async def work() -> None:
             try:

@@ -8,30 +8,30 @@ worker's upstream client, and the policy's chunks or completion are mapped back 
 `response` object or the Responses stream events. Nothing here decides about a reply.
 
 State: the Responses API lets a client send only the new items and name the response they
-follow (`previous_response_id`). Each worker keeps the items of its last `stored_responses`
-responses (store=false ones aside) in memory to answer that; a response it does not have (an
-older one, one another worker or replica answered, one from before a restart) gets a 400 that
-says so. Behind several workers or replicas, clients send the whole conversation (the Codex CLI
-and the Agents SDK do by default), or a load balancer keeps a conversation on one worker.
+follow (`previous_response_id`). Responses (store=false ones aside) are kept in the
+`response_store`: each worker's memory by default, or a Redis or Valkey server that every worker
+and replica shares. A response the store does not have gets a 400 that says why.
 
 Failures are the chat front's, in the Responses shapes: a request the proxy cannot use gets a
-400 naming the field; an upstream error before the answer started comes back with its status
+4xx naming the field; an upstream error before the answer started comes back with its status
 and an OpenAI error body; a stream that breaks after it started ends with `response.failed`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio.from_thread
 from starlette.requests import Request
-from starlette.types import Receive
+from starlette.types import Receive, Send
 
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import HermesToolsError, RequestRejected
+from hermes_tools.errors import RequestRejected
+from hermes_tools.serve.exchange import Exchange
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
@@ -43,6 +43,7 @@ from hermes_tools.serve.http import (
     stream_failure,
     whole_answer,
 )
+from hermes_tools.serve.response_store import ResponseStore
 from hermes_tools.serve.responses_shape import (
     ChatRequest,
     Item,
@@ -53,60 +54,34 @@ from hermes_tools.serve.responses_shape import (
     sse,
 )
 from hermes_tools.serve.settings import ServeSettings
-from hermes_tools.serve.upstream import Upstream, UpstreamChat, encode
-from hermes_tools.serve.validation import parse_body, requested_model
+from hermes_tools.serve.upstream import Upstream, UpstreamChat
+from hermes_tools.serve.validation import requested_model
+from hermes_tools.serve.wire import encode
 
-
-class ResponseStore:
-    """The conversations of a worker's last responses, for `previous_response_id` (an LRU)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[str, tuple[list[Item], dict[str, Any]]] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def put(self, response: dict[str, Any], items: list[Item]) -> None:
-        """Keep a response and its conversation: the items it followed, then its output."""
-        if self.size <= 0:
-            return
-        self._entries[response["id"]] = ([*items, *response["output"]], response)
-        self._entries.move_to_end(response["id"])
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-
-    def items(self, response_id: str) -> list[Item] | None:
-        entry = self._entries.get(response_id)
-        if entry is None:
-            return None
-        self._entries.move_to_end(response_id)
-        return list(entry[0])
-
-    def response(self, response_id: str) -> dict[str, Any] | None:
-        entry = self._entries.get(response_id)
-        return entry[1] if entry is not None else None
+log = logging.getLogger("hermes_tools.serve")
 
 
 def not_stored(response_id: str, store: ResponseStore) -> RequestRejected:
-    kept = (
-        f"each worker keeps its last {store.size} responses in memory"
-        if store.size
-        else "it is set to keep none (stored_responses = 0)"
-    )
     return RequestRejected(
-        f"Previous response with id {response_id!r} not found. This proxy keeps no state "
-        f"across workers, replicas or restarts: {kept}, and this worker does not have that "
-        "one. Send the whole conversation in `input` instead of previous_response_id, or, "
-        "behind several workers or replicas, route a conversation's requests to the same one "
-        "(sticky sessions).",
+        f"Previous response with id {response_id!r} not found: {store.why_missing()}. Send the "
+        "whole conversation in `input` instead of previous_response_id.",
         "previous_response_id",
         "previous_response_not_found",
     )
 
 
+async def keep(store: ResponseStore, response: dict[str, Any], items: list[Item]) -> None:
+    """Keep a response and its conversation (the items it followed, then its output). A store
+    that fails does not fail the answer it was made for: that is logged, and a request that
+    names the response later is told it was not found."""
+    try:
+        await store.put(response["id"], encode([*items, *response["output"]]), encode(response))
+    except Exception as exc:
+        log.error("the response store failed to keep %s: %s", response["id"], exc)
+
+
 class StoredResponse(Handler):
-    """GET /v1/responses/{id}: a response this worker keeps."""
+    """GET /v1/responses/{id}: a response the store keeps."""
 
     def __init__(
         self, settings: ServeSettings, upstream: Callable[[], Upstream], store: ResponseStore
@@ -116,14 +91,25 @@ class StoredResponse(Handler):
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         response_id = str(request.path_params.get("response_id", ""))
-        response = self.store.response(response_id)
+        response = await self.store.response(response_id)
         if response is None:
             rejected = not_stored(response_id, self.store)
             await responder.error(
                 404, rejected.message, "invalid_request_error", None, "response_not_found"
             )
             return
-        await responder.whole(200, encode(response))
+        await responder.whole(200, response)
+
+
+class ResponsesResponder(Responder):
+    """Ends a broken stream with `response.failed` once the response's events began."""
+
+    events: ResponseEvents | None = None
+
+    def stream_error(self, message: str, code: str) -> bytes | None:
+        if self.events is None:
+            return super().stream_error(message, code)
+        return b"".join(map(sse, self.events.fail(message, code)))
 
 
 class Responses(Handler):
@@ -135,42 +121,45 @@ class Responses(Handler):
         super().__init__(settings, upstream)
         self.store = store
 
+    def responder(self, send: Send, exchange: Exchange) -> Responder:
+        return ResponsesResponder(send, exchange)
+
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         exchange = responder.exchange
         exchange.chat = True
-        try:
-            body = parse_body(await request.body())
-            model = requested_model(body)
-            exchange.model = model
-            refused = self.settings.unmatched(model)
-            if refused is not None:
-                raise RequestRejected(refused, "model", "model_not_found")
-            read = read_request(body, self._previous(body), self.settings.upstream_model(model))
-        except RequestRejected as rejected:
-            await responder.error(
-                400, rejected.message, "invalid_request_error", rejected.param, rejected.code
-            )
+        prepared = await self.prepared(request, responder, lambda body: self._read(body, exchange))
+        if prepared is None:
             return
-        exchange.stream = read.stream
-        exchange.tools = len(read.chat.get("tools") or [])
-        upstream = self.upstream()
-        try:
-            session = upstream.session(read.chat, model)
-        except HermesToolsError as exc:  # the format cannot render this conversation
-            await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
-            return
-        transport = upstream.chat(self.upstream_headers(request), request.url.query)
-        keep = body.get("store") is not False
+        body, read, session = prepared
+        transport = self.upstream().chat(self.upstream_headers(request), request.url.query)
+        kept = body.get("store") is not False
+        assert isinstance(responder, ResponsesResponder)
 
         async def work() -> None:
             if read.stream:
-                await self._stream(read, session, transport, keep, responder)
+                await self._stream(read, session, transport, kept, responder)
             else:
-                await self._whole(read, session, transport, keep, responder)
+                await self._whole(read, session, transport, kept, responder)
 
         await cancel_on_disconnect(receive, responder, work)
 
+    def _read(
+        self, body: dict[str, Any], exchange: Exchange
+    ) -> tuple[dict[str, Any], ChatRequest, ReplySession | None]:
+        """The request as the policy takes it (run off the event loop)."""
+        model = requested_model(body)
+        exchange.model = model
+        refused = self.settings.unmatched(model)
+        if refused is not None:
+            raise RequestRejected(refused, "model", "model_not_found")
+        read = read_request(body, self._previous(body), self.settings.upstream_model(model))
+        exchange.stream = read.stream
+        exchange.tools = len(read.chat.get("tools") or [])
+        return body, read, self.upstream().session(read.chat, model)
+
     def _previous(self, body: Mapping[str, Any]) -> list[Item] | None:
+        """The conversation `previous_response_id` names, from the store (on the event loop:
+        this runs in a worker thread)."""
         response_id = body.get("previous_response_id")
         if response_id is None:
             return None
@@ -178,9 +167,10 @@ class Responses(Handler):
             raise RequestRejected(
                 "'previous_response_id' must be a string.", "previous_response_id", "invalid_type"
             )
-        items = self.store.items(response_id)
-        if items is None:
+        conversation = anyio.from_thread.run(self.store.conversation, response_id)
+        if conversation is None:
             raise not_stored(response_id, self.store)
+        items: list[Item] = json.loads(conversation)
         return items
 
     async def _whole(
@@ -188,7 +178,7 @@ class Responses(Handler):
         read: ChatRequest,
         session: ReplySession | None,
         transport: UpstreamChat,
-        keep: bool,
+        kept: bool,
         responder: Responder,
     ) -> None:
         created = time.time()
@@ -200,8 +190,8 @@ class Responses(Handler):
         exchange = responder.exchange
         exchange.count(completion, "message")
         response = response_object(read, completion, new_id("resp"), created)
-        if keep:
-            self.store.put(response, read.items)
+        if kept:
+            await keep(self.store, response, read.items)
         await responder.whole(200, encode(response), exchange.upstream_headers)
 
     async def _stream(
@@ -209,8 +199,8 @@ class Responses(Handler):
         read: ChatRequest,
         session: ReplySession | None,
         transport: UpstreamChat,
-        keep: bool,
-        responder: Responder,
+        kept: bool,
+        responder: ResponsesResponder,
     ) -> None:
         exchange = responder.exchange
         created = time.time()
@@ -222,7 +212,7 @@ class Responses(Handler):
             except Exception as exc:
                 await relay_failure(exc, responder, self.settings)
                 return
-            events = ResponseEvents(read, new_id("resp"), created)
+            events = responder.events = ResponseEvents(read, new_id("resp"), created)
             await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
             try:
                 await responder.body(b"".join(map(sse, events.start())))
@@ -240,6 +230,6 @@ class Responses(Handler):
                 failed = events.fail(str(error.get("message")), str(error.get("code") or "error"))
                 await responder.finish(b"".join(map(sse, failed)))
                 return
-        if keep:
-            self.store.put(events.response, read.items)
+        if kept:
+            await keep(self.store, events.response, read.items)
         await responder.finish(b"".join(map(sse, ending)))

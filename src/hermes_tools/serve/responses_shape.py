@@ -21,7 +21,6 @@ events.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from typing import Any
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
 from hermes_tools.serve.validation import json_type, requested_model
+from hermes_tools.serve.wire import encode
 
 Item = dict[str, Any]
 Event = dict[str, Any]
@@ -867,5 +867,4 @@ class ResponseEvents:
 
 def sse(event: Event) -> bytes:
     """One event on the wire, named as the Responses API names its events."""
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+    return b"event: " + str(event["type"]).encode() + b"\ndata: " + encode(event) + b"\n\n"

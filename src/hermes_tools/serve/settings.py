@@ -21,10 +21,16 @@ Settings come from the command line and an optional TOML config file:
     match = "gpt-*"
     upstream_model = "qwen2.5-coder-7b"   # the name the upstream is asked for
 
-Two top-level keys concern the fronts rather than the format: `reject_unmatched_models = true`
-answers a model that no rule matches with a 400 (instead of passing its name upstream), and
-`stored_responses` (100; 0 keeps none) is how many Responses-API answers each worker keeps for
-`previous_response_id`.
+Other top-level keys concern the fronts rather than the format: `reject_unmatched_models = true`
+answers a model that no rule matches with a 400 (instead of passing its name upstream);
+`response_store` ("memory", or a `redis://` URL shared by every worker and replica),
+`stored_responses` (100; 0 keeps none) and `stored_responses_bytes` say where and how many
+Responses-API answers are kept for `previous_response_id`; `passthrough` opens routes beyond the
+model routes (`["GET /api/tags", "POST /api/show"]`: shell-style patterns of a method and a path).
+
+    [limits]                  # what one request may ask (see `limits`)
+    body_bytes = 33554432
+    tools = 512
 
 Everything is checked when the proxy starts, so a typo stops it with a message rather than
 failing requests later. uvicorn starts each worker by importing the app, so the settings travel
@@ -45,6 +51,7 @@ from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools.errors import HermesToolsError, ServeConfigError
 from hermes_tools.format import HermesFormat
+from hermes_tools.serve.limits import Limits
 
 # Every option a model rule may set, and the type its value must have.
 OPTION_TYPES: dict[str, type] = {
@@ -77,10 +84,16 @@ _CONFIG_KEYS = (
     "timeout",
     "format",
     "models",
+    "limits",
+    "passthrough",
     "reject_unmatched_models",
+    "response_store",
     "stored_responses",
+    "stored_responses_bytes",
 )
 DEFAULT_STORED_RESPONSES = 100
+DEFAULT_STORED_RESPONSES_BYTES = 256 * 1024 * 1024
+_SHARED_STORES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
 
 
@@ -121,6 +134,12 @@ class ServeSettings:
     models: tuple[ModelRule, ...] = ()
     reject_unmatched_models: bool = False
     stored_responses: int = DEFAULT_STORED_RESPONSES
+    stored_responses_bytes: int = DEFAULT_STORED_RESPONSES_BYTES
+    # "memory" (each worker its own), or a redis:// or valkey:// URL every worker shares.
+    response_store: str = "memory"
+    limits: Limits = field(default_factory=Limits)
+    # Routes passed through beside the model routes: "METHOD /path" patterns.
+    passthrough: tuple[str, ...] = ()
     endpoints: tuple[EndpointOptions, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -139,15 +158,22 @@ class ServeSettings:
                 "reject_unmatched_models must be true or false, not "
                 f"{self.reject_unmatched_models!r}."
             )
-        if (
-            isinstance(self.stored_responses, bool)
-            or not isinstance(self.stored_responses, int)
-            or self.stored_responses < 0
-        ):
+        for name in ("stored_responses", "stored_responses_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ServeConfigError(f"{name} must be a whole number, 0 or more, not {value!r}.")
+        if self.response_store != "memory" and not self.response_store.startswith(_SHARED_STORES):
             raise ServeConfigError(
-                "stored_responses must be a whole number, 0 or more, not "
-                f"{self.stored_responses!r}."
+                f'response_store must be "memory" or a redis:// (rediss://, valkey://) URL, '
+                f"not {self.response_store!r}."
             )
+        for pattern in self.passthrough:
+            method, _, path = pattern.partition(" ") if isinstance(pattern, str) else ("", "", "")
+            if not method or not path.startswith("/"):
+                raise ServeConfigError(
+                    f'A passthrough route is a method and a path, such as "GET /api/tags" or '
+                    f'"* /api/*", not {pattern!r}.'
+                )
         if self.reject_unmatched_models and not self.models:
             raise ServeConfigError(
                 "reject_unmatched_models needs [[models]] rules: without them every model is "
@@ -206,6 +232,10 @@ class ServeSettings:
                 "models": [{"match": r.match, **r.options} for r in self.models],
                 "reject_unmatched_models": self.reject_unmatched_models,
                 "stored_responses": self.stored_responses,
+                "stored_responses_bytes": self.stored_responses_bytes,
+                "response_store": self.response_store,
+                "limits": self.limits.as_dict(),
+                "passthrough": list(self.passthrough),
             }
         )
 
@@ -222,6 +252,10 @@ class ServeSettings:
             models=models,
             reject_unmatched_models=data["reject_unmatched_models"],
             stored_responses=data["stored_responses"],
+            stored_responses_bytes=data["stored_responses_bytes"],
+            response_store=data["response_store"],
+            limits=Limits(**data["limits"]),
+            passthrough=tuple(data["passthrough"]),
         )
 
 
@@ -291,6 +325,10 @@ class ConfigFile:
     models: tuple[ModelRule, ...] = ()
     reject_unmatched_models: bool | None = None
     stored_responses: int | None = None
+    stored_responses_bytes: int | None = None
+    response_store: str | None = None
+    limits: Mapping[str, Any] = field(default_factory=dict)
+    passthrough: tuple[str, ...] | None = None
 
 
 def load_config(path: str) -> ConfigFile:
@@ -320,6 +358,20 @@ def load_config(path: str) -> ConfigFile:
     models = data.get("models", [])
     if not isinstance(models, list):
         raise ServeConfigError(f"Config file {path}: models must be [[models]] tables.")
+    limits = data.get("limits", {})
+    if not isinstance(limits, dict):
+        raise ServeConfigError(f"Config file {path}: [limits] must be a table of limits.")
+    Limits.from_mapping(limits, f"config file {path}")  # names and values checked here
+    passthrough = data.get("passthrough")
+    if passthrough is not None and not (
+        isinstance(passthrough, list) and all(isinstance(p, str) for p in passthrough)
+    ):
+        raise ServeConfigError(
+            f'Config file {path}: passthrough must be a list of routes such as ["GET /api/tags"].'
+        )
+    response_store = data.get("response_store")
+    if response_store is not None and not isinstance(response_store, str):
+        raise ServeConfigError(f"Config file {path}: response_store must be a string.")
     return ConfigFile(
         upstream=upstream,
         timeout=data.get("timeout"),
@@ -327,4 +379,8 @@ def load_config(path: str) -> ConfigFile:
         models=tuple(_rule(entry, number) for number, entry in enumerate(models, 1)),
         reject_unmatched_models=data.get("reject_unmatched_models"),
         stored_responses=data.get("stored_responses"),
+        stored_responses_bytes=data.get("stored_responses_bytes"),
+        response_store=response_store,
+        limits=limits,
+        passthrough=tuple(passthrough) if passthrough is not None else None,
     )

@@ -26,6 +26,7 @@ from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEventError
 from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
+from hermes_tools.serve.wire import encode
 
 FAILURES: tuple[type[BaseException], ...] = (
     httpx.HTTPError,
@@ -33,10 +34,6 @@ FAILURES: tuple[type[BaseException], ...] = (
     UpstreamEventError,
     IncompleteStreamError,
 )
-
-
-def encode(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class UpstreamChat:
@@ -53,7 +50,7 @@ class UpstreamChat:
         response = await self._http.post(self._url, content=encode(request), headers=self._headers)
         if response.status_code >= 400:
             raise UpstreamError(response.status_code, response.content, response.headers)
-        answer = json.loads(response.content)
+        answer = _decoded(response.content)
         if not isinstance(answer, dict):
             raise UpstreamEventError({"message": "the upstream's answer is not a JSON object"})
         return answer
@@ -67,19 +64,52 @@ class UpstreamChat:
             if response.status_code >= 400:
                 await response.aread()
                 raise UpstreamError(response.status_code, response.content, response.headers)
+            kind = response.headers.get("content-type", "")
+            if kind.startswith("application/json"):
+                # A server that ignores `stream` answers whole; one that fails may say so.
+                await response.aread()
+                raise UpstreamEventError(_whole_instead_of_events(response.content))
+            events = 0
             async for data in data_fields(response):
                 if data == b"[DONE]":
                     return
+                events += 1
                 if not data:
                     continue
-                event = json.loads(data)
+                event = _decoded(data)
                 if not isinstance(event, dict):
                     continue
                 if "error" in event and not event.get("choices"):
                     raise UpstreamEventError(event["error"])
                 yield event
+            if not events:
+                raise UpstreamEventError(
+                    {
+                        "message": "the upstream answered a streamed request with no events "
+                        f"(content-type {kind or 'none'!r})"
+                    }
+                )
         finally:
             await response.aclose()
+
+
+def _decoded(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise UpstreamEventError({"message": "the upstream sent JSON nested too deeply"}) from None
+
+
+def _whole_instead_of_events(body: bytes) -> dict[str, Any]:
+    """What a JSON body given for a stream says: its error, or that it is not a stream."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        error: dict[str, Any] = data["error"]
+        return error
+    return {"message": "the upstream answered a streamed request with one JSON body, not events"}
 
 
 async def data_fields(response: httpx.Response) -> AsyncIterator[bytes]:
@@ -166,9 +196,14 @@ class Upstream:
         scheme, _, rest = base.partition("://")
         return f"{scheme}://{rest.split('/', 1)[0]}{path}"
 
-    def authorization(self, headers: dict[str, str]) -> str | None:
-        """The Authorization the upstream gets: the configured upstream key; none when the proxy
-        has its own key (that key is not the upstream's); else the client's, untouched."""
+    def authorization(self, headers: dict[str, str], model_route: bool = True) -> str | None:
+        """The Authorization the upstream gets. For the model routes: the configured upstream
+        key; none when the proxy has its own key (that key is not the upstream's); else the
+        client's, untouched. For a route the `passthrough` setting opened: the client's, and
+        only where the proxy holds neither key."""
+        if not model_route:
+            configured = self.settings.upstream_api_key or self.settings.api_key
+            return None if configured else headers.get("authorization")
         if self.settings.upstream_api_key:
             return f"Bearer {self.settings.upstream_api_key}"
         if self.settings.api_key:

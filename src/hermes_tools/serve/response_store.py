@@ -1,0 +1,144 @@
+"""Where the Responses front keeps answers for `previous_response_id` and `GET /v1/responses/{id}`.
+
+A client of the Responses API may send only its new items and name the response they follow;
+the proxy then needs that response's conversation. Each kept response is two JSON texts: the
+conversation up to and including its output, and the response object itself. As bytes, not
+Python objects: a conversation held as text takes a fraction of the memory, and that is what
+a shared store holds anyway.
+
+- `MemoryStore` (the default): each worker keeps its own last responses, bounded by count and
+  by bytes (least recently used first out). Behind several workers or replicas a response is
+  known only to the one that answered it.
+- `RedisStore` (`response_store = "redis://..."`, Redis or Valkey): every worker and replica
+  shares one store, so a conversation may move between them; entries expire after
+  `ttl_seconds` (30 days, as OpenAI keeps responses) and within the server's own memory policy.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hermes_tools.errors import ServeConfigError
+
+if TYPE_CHECKING:
+    from hermes_tools.serve.settings import ServeSettings
+
+REDIS_EXTRA = (
+    "response_store = {url!r} needs the Redis client: pip install 'hermes-tools[serve,redis]' "
+    "(with uv: uv sync --extra serve --extra redis)."
+)
+THIRTY_DAYS = 30 * 24 * 3600
+
+
+class ResponseStore(Protocol):
+    async def put(self, response_id: str, conversation: bytes, response: bytes) -> None: ...
+
+    async def conversation(self, response_id: str) -> bytes | None: ...
+
+    async def response(self, response_id: str) -> bytes | None: ...
+
+    def why_missing(self) -> str:
+        """Why a response may not be found, for the client's error message."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class MemoryStore:
+    """A worker's last responses, least recently used out first, within a count and bytes."""
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def put(self, response_id: str, conversation: bytes, response: bytes) -> None:
+        entry_bytes = len(conversation) + len(response)
+        if self.size <= 0 or entry_bytes > self.max_bytes:
+            return
+        old = self._entries.pop(response_id, None)
+        if old is not None:
+            self.bytes -= len(old[0]) + len(old[1])
+        self._entries[response_id] = (conversation, response)
+        self.bytes += entry_bytes
+        while len(self._entries) > self.size or self.bytes > self.max_bytes:
+            _, (gone_conversation, gone_response) = self._entries.popitem(last=False)
+            self.bytes -= len(gone_conversation) + len(gone_response)
+
+    async def conversation(self, response_id: str) -> bytes | None:
+        entry = self._entries.get(response_id)
+        if entry is None:
+            return None
+        self._entries.move_to_end(response_id)
+        return entry[0]
+
+    async def response(self, response_id: str) -> bytes | None:
+        entry = self._entries.get(response_id)
+        return entry[1] if entry is not None else None
+
+    def why_missing(self) -> str:
+        if not self.size:
+            return "this proxy is set to keep none (stored_responses = 0)"
+        return (
+            f"each worker keeps its last {self.size} responses ({self.max_bytes:,} bytes at "
+            "most) in memory, and this one does not have it: it was answered by another worker, "
+            "replica or before a restart, or it was pushed out. Behind several workers or "
+            'replicas, set response_store = "redis://..." so that they share one store'
+        )
+
+    async def aclose(self) -> None:
+        self._entries.clear()
+        self.bytes = 0
+
+
+class RedisStore:
+    """Responses in a Redis or Valkey server that every worker and replica shares."""
+
+    PREFIX = "hermes-tools:response:"
+
+    def __init__(self, url: str, ttl_seconds: int = THIRTY_DAYS) -> None:
+        try:
+            from redis.asyncio import Redis
+        except ImportError:
+            raise ServeConfigError(REDIS_EXTRA.format(url=url)) from None
+        # valkey:// is the same protocol; the client knows it as redis://.
+        self.url = url.replace("valkey", "redis", 1) if url.startswith("valkey") else url
+        self.ttl_seconds = ttl_seconds
+        self._redis: Any = Redis.from_url(self.url)
+
+    async def put(self, response_id: str, conversation: bytes, response: bytes) -> None:
+        key = self.PREFIX + response_id
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping={"conversation": conversation, "response": response})
+            pipe.expire(key, self.ttl_seconds)
+            await pipe.execute()
+
+    async def conversation(self, response_id: str) -> bytes | None:
+        value = await self._redis.hget(self.PREFIX + response_id, "conversation")
+        return bytes(value) if value is not None else None
+
+    async def response(self, response_id: str) -> bytes | None:
+        value = await self._redis.hget(self.PREFIX + response_id, "response")
+        return bytes(value) if value is not None else None
+
+    def why_missing(self) -> str:
+        return (
+            f"the shared store does not hold it: responses expire after {self.ttl_seconds:,} "
+            "seconds, or the server let it go under its memory policy, or it was made with "
+            "store=false"
+        )
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+
+def store_for(settings: ServeSettings) -> ResponseStore:
+    """The store the settings name."""
+    if settings.response_store == "memory":
+        return MemoryStore(settings.stored_responses, settings.stored_responses_bytes)
+    return RedisStore(settings.response_store)
