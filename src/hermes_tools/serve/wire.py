@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 COMPACT = (",", ":")
 SPACED = (", ", ": ")  # as Anthropic's API writes its events
 
