@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # schema is two more). Real schemas stay under 20; checking recurses a few frames per level.
 MAX_SCHEMA_DEPTH = 64
 # How many schemas' verdicts are remembered (a digest and a sentence each).
-_REMEMBERED_SCHEMAS = 4096
+_REMEMBERED_SCHEMAS = 16_384
 _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
