@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from hermes_tools.serve.chat import ChatCompletions
+from hermes_tools.serve.heap import freeze_startup
 from hermes_tools.serve.messages import CountTokens, Messages
 from hermes_tools.serve.passthrough import PassThrough
 from hermes_tools.serve.response_store import store_for
@@ -55,6 +56,7 @@ def create_app(settings: ServeSettings) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state["upstream"] = Upstream(settings)
+        freeze_startup()
         try:
             yield
         finally:

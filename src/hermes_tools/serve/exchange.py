@@ -31,6 +31,7 @@ class Exchange:
     call_ids: set[str] = field(default_factory=set)
     invalid_ids: set[str] = field(default_factory=set)
     upstream_requests: int = 0
+    request_bytes: int = 0
     status: int = 0
     error: str | None = None
     client_gone: bool = False

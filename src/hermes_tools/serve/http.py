@@ -35,6 +35,7 @@ from hermes_tools.errors import (
     UpstreamEventError,
 )
 from hermes_tools.serve.exchange import EXCHANGE, Exchange, relayed_headers
+from hermes_tools.serve.heap import TRIM_AFTER_BYTES, give_back
 from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat
@@ -111,6 +112,9 @@ class Handler:
         finally:
             EXCHANGE.reset(token)
             log.info(exchange.line())
+            if exchange.request_bytes >= TRIM_AFTER_BYTES:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(give_back)
 
     def _authorized(self, request: Request) -> bool:
         """The proxy's own key, as OpenAI's clients send it (`Authorization: Bearer`) or as
@@ -143,6 +147,7 @@ class Handler:
         loop goes on serving the other requests."""
         try:
             raw = await read_body(request, self.settings.limits.body_bytes)
+            responder.exchange.request_bytes = len(raw)
             return await anyio.to_thread.run_sync(self._prepare, raw, prepare)
         except RequestRejected as rejected:
             await responder.error(

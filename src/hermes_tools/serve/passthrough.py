@@ -75,6 +75,7 @@ class PassThrough(Handler):
             headers["authorization"] = authorization
         try:
             content = await read_body(request, self.settings.limits.body_bytes)
+            responder.exchange.request_bytes = len(content)
             outgoing = upstream.http.build_request(
                 method,
                 upstream.url_for(path),

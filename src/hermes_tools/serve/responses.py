@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio.from_thread
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import Receive, Send
 
@@ -56,7 +57,7 @@ from hermes_tools.serve.responses_shape import (
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat
 from hermes_tools.serve.validation import requested_model
-from hermes_tools.serve.wire import encode
+from hermes_tools.serve.wire import encode, encode_in_pieces
 
 log = logging.getLogger("hermes_tools.serve")
 
@@ -75,7 +76,10 @@ async def keep(store: ResponseStore, response: dict[str, Any], items: list[Item]
     that fails does not fail the answer it was made for: that is logged, and a request that
     names the response later is told it was not found."""
     try:
-        await store.put(response["id"], encode([*items, *response["output"]]), encode(response))
+        conversation = await anyio.to_thread.run_sync(
+            encode_in_pieces, [*items, *response["output"]]
+        )
+        await store.put(response["id"], conversation, encode(response))
     except Exception as exc:
         log.error("the response store failed to keep %s: %s", response["id"], exc)
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio.to_thread
 import httpx
 
 from hermes_tools._policy.constraint_setting import Constrain
@@ -26,7 +27,7 @@ from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEventError
 from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
-from hermes_tools.serve.wire import encode
+from hermes_tools.serve.wire import encode_in_pieces
 
 FAILURES: tuple[type[BaseException], ...] = (
     httpx.HTTPError,
@@ -47,7 +48,8 @@ class UpstreamChat:
         self._headers = {**headers, "content-type": "application/json"}
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        response = await self._http.post(self._url, content=encode(request), headers=self._headers)
+        content = await _encoded(request)
+        response = await self._http.post(self._url, content=content, headers=self._headers)
         if response.status_code >= 400:
             raise UpstreamError(response.status_code, response.content, response.headers)
         answer = _decoded(response.content)
@@ -57,7 +59,7 @@ class UpstreamChat:
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         outgoing = self._http.build_request(
-            "POST", self._url, content=encode(request), headers=self._headers
+            "POST", self._url, content=await _encoded(request), headers=self._headers
         )
         response = await self._http.send(outgoing, stream=True)
         try:
@@ -91,6 +93,11 @@ class UpstreamChat:
                 )
         finally:
             await response.aclose()
+
+
+async def _encoded(request: dict[str, Any]) -> bytes:
+    """The request as JSON, written in a worker thread (a conversation can be megabytes)."""
+    return await anyio.to_thread.run_sync(encode_in_pieces, request)
 
 
 def _decoded(data: bytes) -> Any:

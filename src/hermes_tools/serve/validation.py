@@ -8,12 +8,12 @@ server. Only the fields whose meaning the proxy relies on are checked; fields it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, RequestRejected, ToolSchemaError
+from hermes_tools.serve.wire import decode
 
 
 def _is_bool(value: object) -> bool:
@@ -75,7 +75,7 @@ _FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The request body as a JSON object."""
     try:
-        body = json.loads(raw)
+        body = decode(raw)
     except UnicodeDecodeError:
         raise RequestRejected("The request body is not UTF-8 text.") from None
     except ValueError as exc:

@@ -1,18 +1,26 @@
-"""JSON as the proxy writes it to clients and the upstream: UTF-8, compact unless asked.
+"""JSON as the proxy reads and writes it: UTF-8, compact unless asked.
 
 A string may hold a lone UTF-16 surrogate when the upstream sent one (`"\\ud800"` is valid JSON,
 and decodes to a character UTF-8 cannot carry). Such a value is written with every non-ASCII
 character escaped, as JSON spells it: the client reads back exactly what the upstream sent,
 and the answer does not fail.
+
+Large bodies are read and written in pieces (`decode_in_pieces`, `encode_in_pieces`) in a
+worker thread. The `json` module holds the interpreter for the whole of one call, so one call
+over a 30 MB conversation would stop every other request of the worker for its duration; a
+call per message lets the event loop run in between.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 COMPACT = (",", ":")
 SPACED = (", ", ": ")  # as Anthropic's API writes its events
+# Bodies up to this size are read in one call: the pieces would cost more than they spare.
+WHOLE_BELOW = 1024 * 1024
 
 
 def encode(value: Any, separators: tuple[str, str] = COMPACT) -> bytes:
@@ -21,3 +29,85 @@ def encode(value: Any, separators: tuple[str, str] = COMPACT) -> bytes:
         return text.encode()
     except UnicodeEncodeError:
         return json.dumps(value, separators=separators).encode()
+
+
+def encode_in_pieces(value: Any) -> bytes:
+    """`encode(value)`, byte for byte, with each item of a list (a conversation's messages, a
+    request's tools) encoded on its own."""
+    if isinstance(value, list):
+        return b"[" + b",".join(map(encode_in_pieces, value)) + b"]"
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return (
+            b"{"
+            + b",".join(encode(key) + b":" + encode_in_pieces(item) for key, item in value.items())
+            + b"}"
+        )
+    return encode(value)
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def decode(raw: bytes) -> Any:
+    """`json.loads(raw)`; a large object body read a member, and an array member's item, at a
+    time. Raises what `json.loads` raises."""
+    if len(raw) < WHOLE_BELOW:
+        return json.loads(raw)
+    text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+    start = _skip(text, 0)
+    if not text.startswith("{", start):
+        return json.loads(text)  # not an object: nothing to read in pieces
+    body: dict[str, Any] = {}
+    position = _skip(text, start + 1)
+    if text.startswith("}", position):
+        return _end(text, position + 1, body)
+    while True:
+        if not text.startswith('"', position):
+            raise json.JSONDecodeError(
+                "Expecting property name enclosed in double quotes", text, position
+            )
+        key, position = _DECODER.raw_decode(text, position)
+        position = _skip(text, position)
+        if not text.startswith(":", position):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, position)
+        position = _skip(text, position + 1)
+        body[key], position = _value(text, position)
+        position = _skip(text, position)
+        if text.startswith(",", position):
+            position = _skip(text, position + 1)
+        elif text.startswith("}", position):
+            return _end(text, position + 1, body)
+        else:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, position)
+
+
+def _value(text: str, position: int) -> tuple[Any, int]:
+    if not text.startswith("[", position):
+        return _DECODER.raw_decode(text, position)
+    items: list[Any] = []
+    position = _skip(text, position + 1)
+    if text.startswith("]", position):
+        return items, position + 1
+    while True:
+        item, position = _DECODER.raw_decode(text, position)
+        items.append(item)
+        position = _skip(text, position)
+        if text.startswith(",", position):
+            position = _skip(text, position + 1)
+        elif text.startswith("]", position):
+            return items, position + 1
+        else:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, position)
+
+
+def _end(text: str, position: int, body: dict[str, Any]) -> dict[str, Any]:
+    position = _skip(text, position)
+    if position != len(text):
+        raise json.JSONDecodeError("Extra data", text, position)
+    return body
+
+
+def _skip(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return match.end() if match else position

@@ -1,0 +1,320 @@
+"""The proxy under hostile requests: does one request stall the others, does memory stay bounded.
+
+    uv run python bench/serve_trust.py [--seconds 30] [--requests 100] [--mb 20]
+
+`hermes-tools serve` (one worker, a real process) in front of a minimal upstream (a child
+process that answers every chat request with a short completion without reading it as JSON, so
+that its work is not counted against the proxy).
+
+1. Stalls: a prober (its own process) asks `/health` one request after another and records how
+   long each answer took, first with nothing else going on (the baseline), then while heavy
+   requests are kept in flight, one after another on each of three lanes: a chat request with
+   10,000 tools (each request's schemas new, so none is checked from memory; the proxy runs
+   with `--limit tools=20000`), a 30 MB conversation of 9,000 messages, and a 30 MB message
+   (one string, as a large pasted file or an image would be). Prints p50, p99 and the longest
+   wait of each phase, and how many heavy requests were answered.
+2. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API
+   requests of `--mb` MB each (kept for `previous_response_id`, as by default), against
+   2 x idle + the store's byte bound (`stored_responses_bytes`).
+
+Figures only; asserts nothing. Results: bench/results/serve_trust.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import httpx
+
+from hermes_tools.serve.settings import DEFAULT_STORED_RESPONSES_BYTES
+
+COMPLETION = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Done."},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# -- the upstream: reads each request whole, answers one canned completion -----------------------
+
+
+def upstream(port: int) -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                await reader.readexactly(length)
+                body = b'{"object": "list", "data": []}' if head.startswith(b"GET") else COMPLETION
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(serve, "127.0.0.1", port, limit=2**20)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+# -- the proxy --------------------------------------------------------------------------------
+
+
+def start_proxy(upstream_url: str, work: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    log = open(work / f"proxy-{port}.log", "wb")  # noqa: SIM115 - kept open for the process's life
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hermes_tools.cli",
+            "serve",
+            "--upstream",
+            upstream_url,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise SystemExit(f"the proxy did not start: see {log.name}")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no VmRSS for {pid}")
+
+
+# -- the requests -------------------------------------------------------------------------------
+
+
+def tools_request(round_number: int, count: int = 10_000) -> bytes:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{n}",
+                "description": f"Tool {n}.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "q": {"type": "string", "description": f"Round {round_number}, {n}."}
+                    },
+                    "required": ["q"],
+                },
+            },
+        }
+        for n in range(count)
+    ]
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "tools": tools}
+    return json.dumps(body).encode()
+
+
+def conversation_request(megabytes: int) -> bytes:
+    text = 'Line of a long conversation, with words and "quotes" in it.\n' * 55
+    count = megabytes * 1024 * 1024 // (len(text) + 40)
+    messages = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": text} for n in range(count)
+    ]
+    messages[-1] = {"role": "user", "content": "Sum it up."}
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+def one_string_request(megabytes: int) -> bytes:
+    content = "x" * (megabytes * 1024 * 1024)
+    return json.dumps({"model": "m", "messages": [{"role": "user", "content": content}]}).encode()
+
+
+def responses_request(megabytes: int, number: int) -> bytes:
+    content = f"Request {number}. " + "y" * (megabytes * 1024 * 1024)
+    return json.dumps({"model": "m", "input": content}).encode()
+
+
+# -- the prober -------------------------------------------------------------------------------
+
+
+def prober(url: str, seconds: float, pipe: Connection) -> None:
+    waits: list[float] = []
+    with httpx.Client(timeout=120) as client:
+        client.get(url + "/health")
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            started = time.perf_counter()
+            client.get(url + "/health")
+            waits.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.005)
+    pipe.send(waits)
+
+
+def probe(url: str, seconds: float) -> tuple[multiprocessing.Process, Connection]:
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=prober, args=(url, seconds, sender))
+    process.start()
+    return process, receiver
+
+
+def summary(waits: list[float]) -> str:
+    ordered = sorted(waits)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return f"{len(waits):6d} {statistics.median(ordered):8.1f} {p99:8.1f} {ordered[-1]:8.1f}"
+
+
+async def keep_in_flight(url: str, lanes: dict[str, object], seconds: float) -> dict[str, int]:
+    answered = dict.fromkeys(lanes, 0)
+    end = time.monotonic() + seconds
+
+    async def lane(name: str, make: object) -> None:
+        async with httpx.AsyncClient(timeout=600) as client:
+            round_number = 0
+            while time.monotonic() < end:
+                body = make(round_number) if callable(make) else make
+                answer = await client.post(
+                    url + "/v1/chat/completions",
+                    content=body,
+                    headers={"content-type": "application/json"},
+                )
+                assert answer.status_code == 200, (name, answer.status_code, answer.text[:300])
+                answered[name] += 1
+                round_number += 1
+
+    await asyncio.gather(*(lane(name, make) for name, make in lanes.items()))
+    return answered
+
+
+def stalls(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> None:
+    proxy, url = start_proxy(upstream_url, work, "--limit", "tools=20000")
+    try:
+        process, results = probe(url, 5)
+        baseline = results.recv()
+        process.join()
+        conversation, one_string = conversation_request(30), one_string_request(30)
+        lanes: dict[str, object] = {
+            "10,000 tools": tools_request,
+            "30 MB, 9,000 messages": conversation,
+            "30 MB, one message": one_string,
+        }
+        process, results = probe(url, seconds)
+        answered = asyncio.run(keep_in_flight(url, lanes, seconds))
+        loaded = results.recv()
+        process.join()
+    finally:
+        proxy.terminate()
+        proxy.wait(15)
+    sizes = {
+        "10,000 tools": len(tools_request(0)),
+        "30 MB, 9,000 messages": len(conversation),
+        "30 MB, one message": len(one_string),
+    }
+    lines.append("/health answered one request after another, milliseconds:")
+    lines.append(f"{'phase':44} {'answers':>6} {'p50':>8} {'p99':>8} {'max':>8}")
+    lines.append(f"{'idle':44} {summary(baseline)}")
+    lines.append(f"{'three heavy requests always in flight':44} {summary(loaded)}")
+    lines.append("heavy requests answered during the loaded phase:")
+    for name, count in answered.items():
+        lines.append(f"  {name:32} {count:4d}  ({sizes[name] / 1e6:.1f} MB each)")
+
+
+def memory(upstream_url: str, work: Path, requests: int, megabytes: int, lines: list[str]) -> None:
+    proxy, url = start_proxy(upstream_url, work)
+    try:
+        with httpx.Client(timeout=600) as client:
+            client.post(url + "/v1/responses", json={"model": "m", "input": "warm up"})
+            time.sleep(1)
+            idle = rss_mb(proxy.pid)
+            peak = idle
+            for number in range(requests):
+                answer = client.post(
+                    url + "/v1/responses",
+                    content=responses_request(megabytes, number),
+                    headers={"content-type": "application/json"},
+                )
+                assert answer.status_code == 200, answer.text[:300]
+                peak = max(peak, rss_mb(proxy.pid))
+            time.sleep(1)
+            after = rss_mb(proxy.pid)
+    finally:
+        proxy.terminate()
+        proxy.wait(15)
+    bound = DEFAULT_STORED_RESPONSES_BYTES / 1024 / 1024
+    lines.append(
+        f"Memory of one worker, MB: idle {idle:.0f}; after {requests} Responses requests of "
+        f"{megabytes} MB (kept) {after:.0f} (highest seen between requests {peak:.0f}); "
+        f"bound 2 x idle + stored_responses_bytes = {2 * idle + bound:.0f}; "
+        f"after / bound = {after / (2 * idle + bound):.2f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--mb", type=int, default=20)
+    parser.add_argument("--skip-memory", action="store_true")
+    args = parser.parse_args()
+    port = free_port()
+    child = multiprocessing.Process(target=upstream, args=(port,), daemon=True)
+    child.start()
+    upstream_url = f"http://127.0.0.1:{port}/v1"
+    lines: list[str] = [
+        f"{os.cpu_count()} cores; one proxy worker; Python {sys.version.split()[0]}"
+    ]
+    with tempfile.TemporaryDirectory() as work:
+        stalls(upstream_url, Path(work), args.seconds, lines)
+        if not args.skip_memory:
+            memory(upstream_url, Path(work), args.requests, args.mb, lines)
+    child.terminate()
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
