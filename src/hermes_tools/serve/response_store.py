@@ -13,8 +13,8 @@ a shared store holds anyway.
   shares one store, so a conversation may move between them; entries expire after
   `ttl_seconds` (30 days, as OpenAI keeps responses) and within the server's own memory policy.
   A server that cannot be reached raises `ResponseStoreUnavailable` within seconds (short
-  timeouts, two quick retries that cover a connection dropped while idle), so a request that
-  needs it fails fast and clearly instead of hanging on a dead socket.
+  timeouts; two quick retries of a refused or dropped connection, none of a slow answer), so
+  a request that needs it fails fast and clearly instead of hanging on a dead socket.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class RedisStore:
             from redis.asyncio import Redis
             from redis.asyncio.retry import Retry
             from redis.backoff import ExponentialBackoff
-            from redis.exceptions import ConnectionError, RedisError, TimeoutError
+            from redis.exceptions import ConnectionError, RedisError
         except ImportError:
             raise ServeConfigError(REDIS_EXTRA.format(url=self.shown)) from None
         # valkey:// is the same protocol; the client knows it as redis://.
@@ -132,8 +132,10 @@ class RedisStore:
                 self.url,
                 socket_connect_timeout=CONNECT_SECONDS,
                 socket_timeout=ANSWER_SECONDS,
-                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
-                retry_on_error=[ConnectionError, TimeoutError],
+                # A connection dropped while idle is tried again at once; a server that is
+                # slow to answer is not asked twice.
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2, (ConnectionError,)),
+                retry_on_error=[ConnectionError],
             )
         except ValueError as exc:  # a port that is no number, an option of the wrong type
             raise ServeConfigError(

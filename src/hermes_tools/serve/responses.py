@@ -74,9 +74,9 @@ def not_stored(response_id: str, store: ResponseStore) -> RequestRejected:
 STORE_UNAVAILABLE = "response_store_unavailable"
 
 
-def store_unavailable(response_id: str, failure: ResponseStoreUnavailable) -> str:
-    """The client's message when the store is down; the reason (its address, the client
-    library's words) goes to the log only."""
+def report_store_down(response_id: str, failure: ResponseStoreUnavailable) -> str:
+    """Log why the store failed (its address, the client library's words: for the operator
+    only) and return the client's message."""
     log.error("reading %s: %s", response_id, failure)
     return (
         f"The response store cannot be reached, so the response {response_id!r} cannot be "
@@ -109,7 +109,7 @@ class StoredResponse(Handler):
         try:
             response = await self.store.response(response_id)
         except ResponseStoreUnavailable as failure:
-            message = store_unavailable(response_id, failure)
+            message = report_store_down(response_id, failure)
             await responder.error(503, message, "server_error", None, STORE_UNAVAILABLE)
             return
         if response is None:
@@ -191,7 +191,7 @@ class Responses(Handler):
             conversation = anyio.from_thread.run(self.store.conversation, response_id)
         except ResponseStoreUnavailable as failure:
             raise RequestRejected(
-                store_unavailable(response_id, failure),
+                report_store_down(response_id, failure),
                 "previous_response_id",
                 STORE_UNAVAILABLE,
                 status=503,
