@@ -59,6 +59,11 @@ class ServeConfigError(HermesToolsError, ValueError):
     """`hermes-tools serve` was started with options or a config file that cannot work."""
 
 
+class ResponseStoreUnavailable(HermesToolsError):
+    """The shared response store (Redis, Valkey) cannot be reached or failed to answer; the
+    message names it (without credentials) and says what the client library reported."""
+
+
 class ParserClosedError(HermesToolsError, RuntimeError):
     """`feed` or `close` was called on a parser that was already closed."""
 
@@ -92,8 +97,9 @@ class GrammarTooLarge(HermesToolsError):
 
 
 class RequestRejected(HermesToolsError):
-    """A request the proxy answers itself with a 4xx (400 unless `status` says otherwise); it
-    never leaves the proxy."""
+    """A request the proxy answers itself with an error status: 400 unless `status` says
+    otherwise (a 5xx only where something the proxy needs is down, such as its response
+    store). It never leaves the proxy."""
 
     def __init__(
         self, message: str, param: str | None = None, code: str | None = None, status: int = 400

@@ -12,7 +12,7 @@ import ipaddress
 import logging
 import logging.config
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
@@ -21,6 +21,9 @@ from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.limits import LIMIT_HELP, Limits
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
+
+if TYPE_CHECKING:
+    from hermes_tools.serve.response_store import RedisStore, ResponseStore
 
 DEFAULT_PORT = 8800
 _LIMITS = tuple(Limits().as_dict().items())
@@ -339,9 +342,15 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
         import hermes_tools.serve.app  # noqa: F401  (fails here, not in a worker, if missing)
     except ImportError:
         raise ServeConfigError(MISSING_EXTRA) from None
+    from hermes_tools.serve.response_store import store_for
+
+    # Here, not in each worker: a store without its client or with a URL it cannot read
+    # would stop every one of them.
+    store = store_for(settings)
     # Workers are started by importing the app, so the settings travel in the environment.
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
     logging.config.dictConfig(log_config(args.log_level))
+    check_response_store(store, args.workers, logging.getLogger("hermes_tools.serve"))
     check_upstream(settings, logging.getLogger("hermes_tools.serve"))
     logging.getLogger("hermes_tools.serve").info(
         "serving %s on http://%s:%d/v1 with %d worker(s)",
@@ -367,6 +376,47 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
         **options,
     )
     return 0
+
+
+def check_response_store(store: ResponseStore, workers: int, log: logging.Logger) -> bool:
+    """Say where Responses-API answers are kept, and ask a shared store for a PING once: a
+    warning, never an exit, when it does not answer. True unless it does not."""
+    import asyncio
+
+    from hermes_tools.serve.response_store import RedisStore
+
+    if not isinstance(store, RedisStore):
+        if workers > 1:
+            log.info(
+                "each worker keeps its own responses for previous_response_id, so a client "
+                "reaches the one that has a response only by chance; to share them, set "
+                'response_store = "redis://..." in the config file'
+            )
+        return True
+    log.info("responses for previous_response_id are kept in %s", store.shown)
+    failure = asyncio.run(_ping(store))
+    if failure is not None:
+        log.warning(
+            "%s: start the Redis or Valkey server there, or fix response_store in the config "
+            "file; until it answers, a request naming a previous_response_id gets a 503, and "
+            "new responses are answered but not kept",
+            failure,
+        )
+        return False
+    return True
+
+
+async def _ping(store: RedisStore) -> str | None:
+    """Why the store does not answer a PING, or None when it does."""
+    from hermes_tools.errors import ResponseStoreUnavailable
+
+    try:
+        await store.ping()
+    except ResponseStoreUnavailable as failure:
+        return str(failure)
+    finally:
+        await store.aclose()
+    return None
 
 
 def check_upstream(settings: ServeSettings, log: logging.Logger) -> bool:

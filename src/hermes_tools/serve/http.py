@@ -150,12 +150,10 @@ class Handler:
             responder.exchange.request_bytes = len(raw)
             return await anyio.to_thread.run_sync(self._prepare, raw, prepare)
         except RequestRejected as rejected:
+            # A 5xx is the proxy's trouble (its response store is down), not the request's.
+            kind = "invalid_request_error" if rejected.status < 500 else "server_error"
             await responder.error(
-                rejected.status,
-                rejected.message,
-                "invalid_request_error",
-                rejected.param,
-                rejected.code,
+                rejected.status, rejected.message, kind, rejected.param, rejected.code
             )
         except HermesToolsError as exc:  # the format cannot render this conversation
             await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")

@@ -12,14 +12,20 @@ a shared store holds anyway.
 - `RedisStore` (`response_store = "redis://..."`, Redis or Valkey): every worker and replica
   shares one store, so a conversation may move between them; entries expire after
   `ttl_seconds` (30 days, as OpenAI keeps responses) and within the server's own memory policy.
+  A server that cannot be reached raises `ResponseStoreUnavailable` within seconds (short
+  timeouts; two quick retries of a refused or dropped connection, none of a slow answer), so
+  a request that needs it fails fast and clearly instead of hanging on a dead socket.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
-from hermes_tools.errors import ServeConfigError
+from hermes_tools.errors import ResponseStoreUnavailable, ServeConfigError
 
 if TYPE_CHECKING:
     from hermes_tools.serve.settings import ServeSettings
@@ -29,9 +35,15 @@ REDIS_EXTRA = (
     "(with uv: uv sync --extra serve --extra redis)."
 )
 THIRTY_DAYS = 30 * 24 * 3600
+# Redis answers a hash read in microseconds; a server that takes seconds is as good as down.
+CONNECT_SECONDS = 2.0
+ANSWER_SECONDS = 5.0
 
 
 class ResponseStore(Protocol):
+    """Where responses are kept. A store that cannot be reached raises
+    ResponseStoreUnavailable."""
+
     async def put(self, response_id: str, conversation: bytes, response: bytes) -> None: ...
 
     async def conversation(self, response_id: str) -> bytes | None: ...
@@ -102,28 +114,68 @@ class RedisStore:
     PREFIX = "hermes-tools:response:"
 
     def __init__(self, url: str, ttl_seconds: int = THIRTY_DAYS) -> None:
+        self.shown = shown_url(url)
         try:
             from redis.asyncio import Redis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import ExponentialBackoff
+            from redis.exceptions import ConnectionError, RedisError
         except ImportError:
-            raise ServeConfigError(REDIS_EXTRA.format(url=url)) from None
+            raise ServeConfigError(REDIS_EXTRA.format(url=self.shown)) from None
         # valkey:// is the same protocol; the client knows it as redis://.
         self.url = url.replace("valkey", "redis", 1) if url.startswith("valkey") else url
         self.ttl_seconds = ttl_seconds
-        self._redis: Any = Redis.from_url(self.url)
+        self._failures: tuple[type[Exception], ...] = (RedisError, OSError)
+        try:
+            # Options in the URL's query (?socket_timeout=...) override these.
+            self._redis: Any = Redis.from_url(
+                self.url,
+                socket_connect_timeout=CONNECT_SECONDS,
+                socket_timeout=ANSWER_SECONDS,
+                # A connection dropped while idle is tried again at once; a server that is
+                # slow to answer is not asked twice.
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2, (ConnectionError,)),
+                retry_on_error=[ConnectionError],
+            )
+        except ValueError as exc:  # a port that is no number, an option of the wrong type
+            raise ServeConfigError(
+                f"response_store = {self.shown!r} is not a URL the Redis client can use: {exc}."
+            ) from None
+
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """The client's failures (connection refused, timeouts, an authentication or server
+        error) as ResponseStoreUnavailable, naming the store without its credentials."""
+        try:
+            yield
+        except self._failures as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ResponseStoreUnavailable(
+                f"the response store {self.shown} failed: {reason}"
+            ) from exc
+
+    async def ping(self) -> None:
+        """Whether the server answers; raises ResponseStoreUnavailable if not."""
+        with self._reaching():
+            await self._redis.ping()
 
     async def put(self, response_id: str, conversation: bytes, response: bytes) -> None:
         key = self.PREFIX + response_id
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"conversation": conversation, "response": response})
-            pipe.expire(key, self.ttl_seconds)
-            await pipe.execute()
+        with self._reaching():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.hset(key, mapping={"conversation": conversation, "response": response})
+                pipe.expire(key, self.ttl_seconds)
+                await pipe.execute()
 
     async def conversation(self, response_id: str) -> bytes | None:
-        value = await self._redis.hget(self.PREFIX + response_id, "conversation")
-        return bytes(value) if value is not None else None
+        return await self._field(response_id, "conversation")
 
     async def response(self, response_id: str) -> bytes | None:
-        value = await self._redis.hget(self.PREFIX + response_id, "response")
+        return await self._field(response_id, "response")
+
+    async def _field(self, response_id: str, name: str) -> bytes | None:
+        with self._reaching():
+            value = await self._redis.hget(self.PREFIX + response_id, name)
         return bytes(value) if value is not None else None
 
     def why_missing(self) -> str:
@@ -135,6 +187,16 @@ class RedisStore:
 
     async def aclose(self) -> None:
         await self._redis.aclose()
+
+
+def shown_url(url: str) -> str:
+    """A store's URL fit for logs and messages: without the user and password, and without the
+    query (which may carry `password=`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed [IPv6 address: say no more than the scheme
+        return url.partition("://")[0] + "://..."
+    return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
 
 
 def store_for(settings: ServeSettings) -> ResponseStore:

@@ -10,7 +10,8 @@ worker's upstream client, and the policy's chunks or completion are mapped back 
 State: the Responses API lets a client send only the new items and name the response they
 follow (`previous_response_id`). Responses (store=false ones aside) are kept in the
 `response_store`: each worker's memory by default, or a Redis or Valkey server that every worker
-and replica shares. A response the store does not have gets a 400 that says why.
+and replica shares. A response the store does not have gets a 400 that says why; a shared store
+that cannot be reached, a 503 (a new response is still answered, and not kept).
 
 Failures are the chat front's, in the Responses shapes: a request the proxy cannot use gets a
 4xx naming the field; an upstream error before the answer started comes back with its status
@@ -31,7 +32,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Send
 
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import RequestRejected
+from hermes_tools.errors import RequestRejected, ResponseStoreUnavailable
 from hermes_tools.serve.exchange import Exchange
 from hermes_tools.serve.http import (
     SSE_HEADERS,
@@ -71,6 +72,20 @@ def not_stored(response_id: str, store: ResponseStore) -> RequestRejected:
     )
 
 
+STORE_UNAVAILABLE = "response_store_unavailable"
+
+
+def report_store_down(response_id: str, failure: ResponseStoreUnavailable) -> str:
+    """Log why the store failed (its address, the client library's words: for the operator
+    only) and return the client's message."""
+    log.error("reading %s: %s", response_id, failure)
+    return (
+        f"The response store cannot be reached, so the response {response_id!r} cannot be "
+        "read. Try again shortly, or send the whole conversation in `input` instead of "
+        "previous_response_id."
+    )
+
+
 async def keep(store: ResponseStore, response: dict[str, Any], items: list[Item]) -> None:
     """Keep a response and its conversation (the items it followed, then its output). A store
     that fails does not fail the answer it was made for: that is logged, and a request that
@@ -95,7 +110,12 @@ class StoredResponse(Handler):
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         response_id = str(request.path_params.get("response_id", ""))
-        response = await self.store.response(response_id)
+        try:
+            response = await self.store.response(response_id)
+        except ResponseStoreUnavailable as failure:
+            message = report_store_down(response_id, failure)
+            await responder.error(503, message, "server_error", None, STORE_UNAVAILABLE)
+            return
         if response is None:
             rejected = not_stored(response_id, self.store)
             await responder.error(
@@ -171,7 +191,15 @@ class Responses(Handler):
             raise RequestRejected(
                 "'previous_response_id' must be a string.", "previous_response_id", "invalid_type"
             )
-        conversation = anyio.from_thread.run(self.store.conversation, response_id)
+        try:
+            conversation = anyio.from_thread.run(self.store.conversation, response_id)
+        except ResponseStoreUnavailable as failure:
+            raise RequestRejected(
+                report_store_down(response_id, failure),
+                "previous_response_id",
+                STORE_UNAVAILABLE,
+                status=503,
+            ) from None
         if conversation is None:
             raise not_stored(response_id, self.store)
         items: list[Item] = json.loads(conversation)
