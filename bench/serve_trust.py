@@ -7,12 +7,13 @@ process that answers every chat request with a short completion without reading 
 that its work is not counted against the proxy).
 
 1. Stalls: a prober (its own process) asks `/health` one request after another and records how
-   long each answer took, first with nothing else going on (the baseline), then while heavy
-   requests are kept in flight, one after another on each of three lanes: a chat request with
-   10,000 tools (each request's schemas new, so none is checked from memory; the proxy runs
-   with `--limit tools=20000`), a 30 MB conversation of 9,000 messages, and a 30 MB message
-   (one string, as a large pasted file or an image would be). Prints p50, p99 and the longest
-   wait of each phase, and how many heavy requests were answered.
+   long each answer took: with nothing else going on (the baseline), then while heavy requests
+   are kept in flight one after another, on each lane alone and on all at once. The lanes: a
+   chat request with 10,000 tools (each request's schemas new, so none is checked from memory;
+   the proxy runs with `--limit tools=20000`); 30 MB of images (six base64 screenshots in one
+   conversation); a 30 MB conversation of 9,000 messages; and a 30 MB message of text (one
+   string: more than any model's window, the worst case for the reader). Prints p50, p99 and
+   the longest wait of each phase, and how many heavy requests were answered.
 2. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API
    requests of `--mb` MB each (kept for `previous_response_id`, as by default), against
    2 x idle + the store's byte bound (`stored_responses_bytes`).
@@ -175,6 +176,15 @@ def one_string_request(megabytes: int) -> bytes:
     return json.dumps({"model": "m", "messages": [{"role": "user", "content": content}]}).encode()
 
 
+def images_request(megabytes: int, images: int = 6) -> bytes:
+    data = "iVBORw0KGgo" * (megabytes * 1024 * 1024 // images // 11)
+    content = [{"type": "text", "text": "What changed between these screenshots?"}] + [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+        for _ in range(images)
+    ]
+    return json.dumps({"model": "m", "messages": [{"role": "user", "content": content}]}).encode()
+
+
 def responses_request(megabytes: int, number: int) -> bytes:
     content = f"Request {number}. " + "y" * (megabytes * 1024 * 1024)
     return json.dumps({"model": "m", "input": content}).encode()
@@ -232,36 +242,34 @@ async def keep_in_flight(url: str, lanes: dict[str, object], seconds: float) -> 
 
 
 def stalls(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> None:
+    lanes: dict[str, object] = {
+        "10,000 tools": tools_request,
+        "30 MB of images": images_request(30),
+        "30 MB, 9,000 messages": conversation_request(30),
+        "30 MB, one message": one_string_request(30),
+    }
+    sizes = {
+        name: len(make(0) if callable(make) else make)  # type: ignore[arg-type]
+        for name, make in lanes.items()
+    }
+    phases: list[tuple[str, dict[str, object]]] = [("idle", {})]
+    phases += [(f"{name}, kept in flight", {name: make}) for name, make in lanes.items()]
+    phases.append(("all four kept in flight", lanes))
     proxy, url = start_proxy(upstream_url, work, "--limit", "tools=20000")
+    lines.append("/health answered one request after another, milliseconds:")
+    lines.append(f"{'phase':44} {'answers':>6} {'p50':>8} {'p99':>8} {'max':>8}  heavy answered")
     try:
-        process, results = probe(url, 5)
-        baseline = results.recv()
-        process.join()
-        conversation, one_string = conversation_request(30), one_string_request(30)
-        lanes: dict[str, object] = {
-            "10,000 tools": tools_request,
-            "30 MB, 9,000 messages": conversation,
-            "30 MB, one message": one_string,
-        }
-        process, results = probe(url, seconds)
-        answered = asyncio.run(keep_in_flight(url, lanes, seconds))
-        loaded = results.recv()
-        process.join()
+        for phase, in_flight in phases:
+            process, results = probe(url, seconds)
+            answered = asyncio.run(keep_in_flight(url, in_flight, seconds)) if in_flight else {}
+            waits = results.recv()
+            process.join()
+            heavy = ", ".join(f"{count}" for count in answered.values())
+            lines.append(f"{phase:44} {summary(waits)}  {heavy}")
     finally:
         proxy.terminate()
         proxy.wait(15)
-    sizes = {
-        "10,000 tools": len(tools_request(0)),
-        "30 MB, 9,000 messages": len(conversation),
-        "30 MB, one message": len(one_string),
-    }
-    lines.append("/health answered one request after another, milliseconds:")
-    lines.append(f"{'phase':44} {'answers':>6} {'p50':>8} {'p99':>8} {'max':>8}")
-    lines.append(f"{'idle':44} {summary(baseline)}")
-    lines.append(f"{'three heavy requests always in flight':44} {summary(loaded)}")
-    lines.append("heavy requests answered during the loaded phase:")
-    for name, count in answered.items():
-        lines.append(f"  {name:32} {count:4d}  ({sizes[name] / 1e6:.1f} MB each)")
+    lines.append("request sizes: " + "; ".join(f"{n} {b / 1e6:.1f} MB" for n, b in sizes.items()))
 
 
 def memory(upstream_url: str, work: Path, requests: int, megabytes: int, lines: list[str]) -> None:

@@ -117,9 +117,12 @@ class StoredResponse(Handler):
             await responder.error(503, message, "server_error", None, STORE_UNAVAILABLE)
             return
         if response is None:
-            rejected = not_stored(response_id, self.store)
             await responder.error(
-                404, rejected.message, "invalid_request_error", None, "response_not_found"
+                404,
+                f"No response with id {response_id!r}: {self.store.why_missing()}.",
+                "invalid_request_error",
+                None,
+                "response_not_found",
             )
             return
         await responder.whole(200, response)

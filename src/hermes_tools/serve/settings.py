@@ -164,7 +164,8 @@ class ServeSettings:
                 raise ServeConfigError(f"{name} must be a whole number, 0 or more, not {value!r}.")
         if self.response_store != "memory" and not self.response_store.startswith(_SHARED_STORES):
             raise ServeConfigError(
-                f'response_store must be "memory" or a redis:// (rediss://, valkey://) URL, '
+                f'response_store must be "memory" or a redis:// (rediss://, valkey://, '
+                f"valkeys://, unix://) URL, "
                 f"not {self.response_store!r}."
             )
         for pattern in self.passthrough:
