@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 
 from hermes_tools.serve import load_config
+from hermes_tools.serve.settings import ConfigFile
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -74,7 +75,7 @@ def test_every_serve_config_shown_loads(tmp_path: Path) -> None:
         path = tmp_path / "serve.toml"
         path.write_text(config)
         loaded = load_config(str(path))
-        assert loaded.models or loaded.response_store, page  # it says more than the defaults
+        assert loaded != ConfigFile(), page  # it says more than the defaults
 
 
 def cli(*args: str, stdin: str = "") -> str:
