@@ -32,6 +32,7 @@ from hermes_tools.serve.command import check_response_store
 from hermes_tools.serve.response_store import THIRTY_DAYS, RedisStore
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy, ServeProcess, error_of, free_port, proxy_for, wait_for
+from test_serve_responses import function_results
 
 WEATHER = {
     "type": "function",
@@ -132,18 +133,6 @@ def workers(
 
 def sdk(proxy: RunningProxy) -> OpenAI:
     return OpenAI(base_url=proxy.base_url, api_key="client-key", max_retries=0, timeout=30)
-
-
-def function_results(response: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function_call_output",
-            "call_id": item.call_id,
-            "output": RESULTS[json.loads(item.arguments)["city"]],
-        }
-        for item in response.output
-        if item.type == "function_call"
-    ]
 
 
 # -- one conversation, two workers ---------------------------------------------------------------
