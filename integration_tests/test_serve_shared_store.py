@@ -46,7 +46,6 @@ WEATHER = {
 }
 TOOLS: list[Any] = [WEATHER]
 QUESTION = "What is the weather in Paris and Rome?"
-RESULTS = {"Paris": "21 C", "Rome": "18 C"}
 ANSWER = "Paris is 21 C and Rome is 18 C."
 KEYS = "hermes-tools:response:*"
 
