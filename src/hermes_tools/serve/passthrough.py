@@ -19,6 +19,7 @@ from starlette.types import Receive
 from hermes_tools.errors import RequestRejected, UpstreamCut
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect
 from hermes_tools.serve.limits import read_body
+from hermes_tools.serve.upstream import wire_headers
 
 # "METHOD /path" patterns (shell-style) of the routes passed on without being opened.
 MODEL_ROUTES = (
@@ -79,7 +80,7 @@ class PassThrough(Handler):
                 method,
                 upstream.url_for(path),
                 params=request.url.query or None,
-                headers=headers,
+                headers=wire_headers(headers),
                 content=content,
             )
         except RequestRejected as rejected:

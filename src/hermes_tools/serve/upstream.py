@@ -44,7 +44,7 @@ class UpstreamChat:
     def __init__(self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> None:
         self._http = http
         self._url = url
-        self._headers = {**headers, "content-type": "application/json"}
+        self._headers = wire_headers({**headers, "content-type": "application/json"})
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         response = await self._http.post(self._url, content=encode(request), headers=self._headers)
@@ -91,6 +91,15 @@ class UpstreamChat:
                 )
         finally:
             await response.aclose()
+
+
+def wire_headers(headers: Mapping[str, str]) -> dict[bytes, bytes]:
+    """Headers as bytes for httpx, which encodes text values as ASCII: a client's header may
+    hold any byte HTTP allows (Starlette reads them as Latin-1), and goes on as it came."""
+    return {
+        name.encode("latin-1"): value.encode("latin-1", "replace")
+        for name, value in headers.items()
+    }
 
 
 def _decoded(data: bytes) -> Any:

@@ -1,0 +1,35 @@
+"""What the fuzz of the proxy's fronts (test_serve_fuzz.py) found, each a request it drew cut
+down to what matters, and each a 5xx, an error in the wrong shape or a way out of the model
+routes before its fix."""
+
+from __future__ import annotations
+
+import httpx
+
+from scripted_server import ScriptedServer
+from serve_helpers import RunningProxy
+
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object"}},
+}
+HELLO = [{"role": "user", "content": "Weather in Paris?"}]
+
+
+def test_a_header_beyond_ascii_goes_upstream_as_it_came(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    """`X-Title: Café` in UTF-8 (the app name OpenRouter's clients send) was a 500 on the
+    fronts (httpx writes text header values as ASCII) and a 400 "URL cannot be passed on" on the
+    pass-through."""
+    server.script("Sunny.")
+    title = "Café".encode()
+    body = {"model": "qwen", "messages": HELLO, "tools": [WEATHER]}
+    answer = httpx.post(proxy.base_url + "/chat/completions", json=body, headers={"x-title": title})
+    assert answer.status_code == 200, answer.text
+    models = httpx.get(proxy.base_url + "/models", headers={"x-title": title})
+    assert models.status_code == 200, models.text
+    assert [request.headers["x-title"].encode("latin-1") for request in server.requests] == [
+        title,
+        title,
+    ]
