@@ -33,3 +33,13 @@ def test_a_header_beyond_ascii_goes_upstream_as_it_came(
         title,
         title,
     ]
+
+
+def test_an_empty_x_api_key_is_no_key(server: ScriptedServer, proxy: RunningProxy) -> None:
+    """`x-api-key: ` (empty) on /v1/messages became `Authorization: Bearer `, which httpx will
+    not send: a 502 saying the upstream could not be reached."""
+    server.script("Sunny.")
+    body = {"model": "qwen", "max_tokens": 9, "messages": HELLO}
+    answer = httpx.post(proxy.url + "/v1/messages", json=body, headers={"x-api-key": ""})
+    assert answer.status_code == 200, answer.text
+    assert "authorization" not in server.requests[0].headers
