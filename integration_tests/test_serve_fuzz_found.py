@@ -5,6 +5,7 @@ routes before its fix."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from scripted_server import ScriptedServer
 from serve_helpers import RunningProxy
@@ -43,3 +44,25 @@ def test_an_empty_x_api_key_is_no_key(server: ScriptedServer, proxy: RunningProx
     answer = httpx.post(proxy.url + "/v1/messages", json=body, headers={"x-api-key": ""})
     assert answer.status_code == 200, answer.text
     assert "authorization" not in server.requests[0].headers
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/messages"),
+        ("POST", "/v1/messages/batches"),
+        ("GET", "/v1/messages/batches/msgbatch_1"),
+    ],
+)
+def test_other_routes_under_messages_answer_in_anthropics_shape(
+    server: ScriptedServer, proxy: RunningProxy, method: str, path: str
+) -> None:
+    """They were OpenAI-shaped 404s, which Anthropic's clients do not read."""
+    answer = httpx.request(method, proxy.url + path)
+    assert answer.status_code == 404
+    error = answer.json()
+    assert set(error) == {"type", "error"}
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "not_found_error"
+    assert error["error"]["message"]
+    assert server.requests == []

@@ -14,11 +14,13 @@ from fnmatch import fnmatchcase
 import anyio
 import httpx
 from starlette.requests import Request
-from starlette.types import Receive
+from starlette.types import Receive, Send
 
 from hermes_tools.errors import RequestRejected, UpstreamCut
+from hermes_tools.serve.exchange import Exchange
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect
 from hermes_tools.serve.limits import read_body
+from hermes_tools.serve.messages import AnthropicResponder
 from hermes_tools.serve.upstream import wire_headers
 
 # "METHOD /path" patterns (shell-style) of the routes passed on without being opened.
@@ -52,6 +54,13 @@ def route_matches(patterns: tuple[str, ...], method: str, path: str) -> bool:
 class PassThrough(Handler):
     """A model route (or one the `passthrough` setting opens) goes to the upstream as it came,
     and its answer comes back as sent; any other gets a 404."""
+
+    def responder(self, send: Send, exchange: Exchange) -> Responder:
+        """Under the Messages API's path (another method, Anthropic's batches), its errors are
+        Anthropic's shape, which its clients read."""
+        if exchange.path == "/v1/messages" or exchange.path.startswith("/v1/messages/"):
+            return AnthropicResponder(send, exchange)
+        return super().responder(send, exchange)
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         method, path = request.method, request.url.path
