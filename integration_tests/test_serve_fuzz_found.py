@@ -4,6 +4,8 @@ routes before its fix."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -65,4 +67,45 @@ def test_other_routes_under_messages_answer_in_anthropics_shape(
     assert error["type"] == "error"
     assert error["error"]["type"] == "not_found_error"
     assert error["error"]["message"]
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("given", [{"x": "http://127.0.0.1:9/schema"}, 5, ["a"], "http://["])
+def test_a_dollar_schema_that_is_no_uri_is_a_400_on_every_front(
+    server: ScriptedServer, proxy: RunningProxy, given: Any
+) -> None:
+    """jsonschema looks `$schema` up as a URI and raised on anything else (TypeError,
+    ValueError "Invalid IPv6 URL"): a 500."""
+    schema = {"$schema": given, "type": "object"}
+    requests = [
+        (
+            "/v1/chat/completions",
+            {
+                "model": "qwen",
+                "messages": HELLO,
+                "tools": [{**WEATHER, "function": {"name": "f", "parameters": schema}}],
+            },
+        ),
+        (
+            "/v1/responses",
+            {
+                "model": "qwen",
+                "input": "Hi",
+                "tools": [{"type": "function", "name": "f", "parameters": schema}],
+            },
+        ),
+        (
+            "/v1/messages",
+            {
+                "model": "qwen",
+                "max_tokens": 9,
+                "messages": HELLO,
+                "tools": [{"name": "f", "input_schema": schema}],
+            },
+        ),
+    ]
+    for path, body in requests:
+        answer = httpx.post(proxy.url + path, json=body)
+        assert answer.status_code == 400, answer.text
+        assert "'$schema' must be the URI of a JSON Schema draft" in answer.text
     assert server.requests == []
