@@ -109,3 +109,17 @@ def test_a_dollar_schema_that_is_no_uri_is_a_400_on_every_front(
         assert answer.status_code == 400, answer.text
         assert "'$schema' must be the URI of a JSON Schema draft" in answer.text
     assert server.requests == []
+
+
+@pytest.mark.parametrize("calls", [5, True, 1.5])
+def test_tool_calls_that_are_not_a_list_are_a_400(
+    server: ScriptedServer, proxy: RunningProxy, calls: Any
+) -> None:
+    """An assistant message with `"tool_calls": 5`, in a request with tools: a 500 (TypeError
+    in the renderer)."""
+    messages = [*HELLO, {"role": "assistant", "content": "x", "tool_calls": calls}]
+    body = {"model": "qwen", "messages": messages, "tools": [WEATHER]}
+    answer = httpx.post(proxy.base_url + "/chat/completions", json=body)
+    assert answer.status_code == 400, answer.text
+    assert "tool_calls must be a list" in answer.json()["error"]["message"]
+    assert server.requests == []

@@ -118,7 +118,13 @@ def _assistant_text(
     text = _text_of(message.get("content"), None).strip()
     if text:
         pieces.append(neutralize_text(text, options.tags))
-    calls = list(message.get("tool_calls") or [])
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MessageFormatError(
+            "An assistant message's tool_calls must be a list of calls, not "
+            f"{type(calls).__name__}."
+        )
+    calls = list(calls)
     legacy = message.get("function_call")
     if isinstance(legacy, Mapping):
         calls.append({"id": "", "function": legacy})
