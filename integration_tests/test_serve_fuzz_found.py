@@ -123,3 +123,38 @@ def test_tool_calls_that_are_not_a_list_are_a_400(
     assert answer.status_code == 400, answer.text
     assert "tool_calls must be a list" in answer.json()["error"]["message"]
     assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": [{"type": "text"}]}],
+        [*HELLO, {"role": "user", "content": [{"type": "text", "text": {"a": 1}}]}],
+    ],
+)
+def test_a_user_text_part_without_text_is_a_400(
+    server: ScriptedServer, proxy: RunningProxy, messages: list[Any]
+) -> None:
+    """`{"type": "text"}` with no text string, in a request with tools: a 500 (KeyError, or a
+    TypeError where two user turns are joined)."""
+    body = {"model": "qwen", "messages": messages, "tools": [WEATHER]}
+    answer = httpx.post(proxy.base_url + "/chat/completions", json=body)
+    assert answer.status_code == 400, answer.text
+    assert "text part without a text string" in answer.json()["error"]["message"]
+
+
+def test_a_tool_result_text_part_without_text_is_no_text(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    """A tool result's `{"type": "text"}` with no text was kept as a part and then read for its
+    text: a 500. Its text is nothing, as a part with text of another type already was."""
+    server.script("Sunny.")
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    messages = [
+        *HELLO,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text"}]},
+    ]
+    body = {"model": "qwen", "messages": messages, "tools": [WEATHER]}
+    answer = httpx.post(proxy.base_url + "/chat/completions", json=body)
+    assert answer.status_code == 200, answer.text

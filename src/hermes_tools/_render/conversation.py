@@ -342,7 +342,11 @@ def _text_of(content: object, position: int | None) -> str:
 def _non_text_parts(content: object) -> list[Part]:
     if not isinstance(content, list):
         return []
-    return [dict(part) for part in content if isinstance(part, Mapping) and "text" not in part]
+    return [
+        dict(part)
+        for part in content
+        if isinstance(part, Mapping) and "text" not in part and part.get("type") != "text"
+    ]
 
 
 def _user_parts(content: object, position: int, options: RenderOptions) -> list[Part]:
@@ -353,6 +357,10 @@ def _user_parts(content: object, position: int, options: RenderOptions) -> list[
                 raise MessageFormatError(f"Message {position} has a content part {part!r}.")
             if isinstance(part.get("text"), str):
                 parts.append({**part, "text": neutralize_text(part["text"], options.tags)})
+            elif part.get("type") == "text":
+                raise MessageFormatError(
+                    f"Message {position} has a text part without a text string."
+                )
             else:
                 parts.append(dict(part))
         return parts
