@@ -4,13 +4,14 @@ routes before its fix."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
 from scripted_server import ScriptedServer
-from serve_helpers import RunningProxy
+from serve_helpers import RunningProxy, error_of
 
 WEATHER = {
     "type": "function",
@@ -158,3 +159,27 @@ def test_a_tool_result_text_part_without_text_is_no_text(
     body = {"model": "qwen", "messages": messages, "tools": [WEATHER]}
     answer = httpx.post(proxy.base_url + "/chat/completions", json=body)
     assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/models/%2e%2e/%2e%2e/api/tags"),
+        ("GET", "/v1/models/..%2F..%2Fapi/tags"),
+        ("GET", "/v1/models/%2E%2E/chat/completions"),
+        ("GET", "/api/%2e%2e/v1/files"),  # a route the passthrough setting opens
+    ],
+)
+def test_dot_segments_lead_nowhere_beyond_the_routes(
+    server: ScriptedServer,
+    start_proxy: Callable[..., RunningProxy],
+    method: str,
+    path: str,
+) -> None:
+    """`GET /v1/models/%2e%2e/%2e%2e/api/tags` matched `GET /v1/models/*` once uvicorn decoded
+    it, and httpx resolved the dots: the upstream was asked for `/api/tags`, with its key."""
+    proxy = start_proxy(passthrough=("GET /api/*",), upstream_api_key="upstream-secret")
+    answer = httpx.request(method, proxy.url + path)
+    assert answer.status_code == 404
+    assert error_of(answer)["code"] == "unknown_url"
+    assert server.requests == []

@@ -64,8 +64,12 @@ class PassThrough(Handler):
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         method, path = request.method, request.url.path
-        model_route = route_matches(MODEL_ROUTES, method, path)
-        if not (model_route or route_matches(self.settings.passthrough, method, path)):
+        # A dot segment (`/v1/models/%2e%2e/%2e%2e/api/pull`, decoded) would match a route
+        # here and lead to another once the URL is resolved: no route has one.
+        dotted = any(segment in (".", "..") for segment in path.split("/"))
+        model_route = not dotted and route_matches(MODEL_ROUTES, method, path)
+        opened = not dotted and route_matches(self.settings.passthrough, method, path)
+        if not (model_route or opened):
             await responder.error(
                 404,
                 f"Invalid URL ({method} {path}): this proxy serves chat completions, Responses "
