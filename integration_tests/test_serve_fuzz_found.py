@@ -183,3 +183,31 @@ def test_dot_segments_lead_nowhere_beyond_the_routes(
     assert answer.status_code == 404
     assert error_of(answer)["code"] == "unknown_url"
     assert server.requests == []
+
+
+@pytest.mark.parametrize("number", [b"NaN", b"-Infinity", b"1e999"])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1/chat/completions",
+            b'{"model": "qwen", "messages": [{"role": "user", "content": "Hi"}]',
+        ),
+        ("/v1/responses", b'{"model": "qwen", "input": "Hi"'),
+        (
+            "/v1/messages",
+            b'{"model": "qwen", "max_tokens": 9, "messages": [{"role": "user", "content": "Hi"}]',
+        ),
+    ],
+)
+def test_numbers_json_does_not_have_are_a_400(
+    server: ScriptedServer, proxy: RunningProxy, number: bytes, path: str, body: bytes
+) -> None:
+    """Python's JSON reader takes NaN and Infinity, and reads 1e999 as infinity: a request with
+    `"temperature": NaN` went upstream as it is (not JSON), and a Responses answer, which echoes
+    the request's temperature and metadata, held `NaN`, which strict JSON readers refuse."""
+    raw = body + b', "temperature": ' + number + b"}"
+    answer = httpx.post(proxy.url + path, content=raw, headers={"content-type": "application/json"})
+    assert answer.status_code == 400, answer.text
+    assert "not valid JSON" in answer.text
+    assert server.requests == []

@@ -9,6 +9,7 @@ server. Only the fields whose meaning the proxy relies on are checked; fields it
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -72,10 +73,23 @@ _FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
 }
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"{text} is too large for a JSON number")
+    return number
+
+
 def parse_body(raw: bytes) -> dict[str, Any]:
-    """The request body as a JSON object."""
+    """The request body as a JSON object. Python's reader also takes NaN and Infinity, and
+    reads 1e999 as infinity, none of which can be written back as JSON (to the upstream, or in
+    an answer that echoes the request): they are refused here."""
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
     except UnicodeDecodeError:
         raise RequestRejected("The request body is not UTF-8 text.") from None
     except ValueError as exc:
