@@ -211,3 +211,22 @@ def test_numbers_json_does_not_have_are_a_400(
     assert answer.status_code == 400, answer.text
     assert "not valid JSON" in answer.text
     assert server.requests == []
+
+
+def test_content_encoding_describes_the_body_it_came_with(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    """`Content-Encoding: br` on a chat request went upstream on the proxy's own uncompressed
+    JSON body: an upstream that honours it (aiohttp decompresses request bodies) cannot read the
+    request. A passed-through body goes as it came, and its encoding with it."""
+    server.script("Sunny.", "(the embeddings request, answered 404 by the scripted server)")
+    body = {"model": "qwen", "messages": HELLO, "tools": [WEATHER]}
+    answer = httpx.post(
+        proxy.base_url + "/chat/completions", json=body, headers={"content-encoding": "br"}
+    )
+    assert answer.status_code == 200, answer.text
+    embed = {"model": "qwen", "input": "Hi"}
+    httpx.post(proxy.base_url + "/embeddings", json=embed, headers={"content-encoding": "identity"})
+    chat, embeddings = server.requests
+    assert "content-encoding" not in chat.headers
+    assert embeddings.headers["content-encoding"] == "identity"

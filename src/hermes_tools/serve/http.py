@@ -56,6 +56,7 @@ _NOT_FORWARDED = {
     "upgrade",
     "content-length",
     "content-type",
+    "content-encoding",
     "accept",
     "accept-encoding",
     "user-agent",

@@ -81,7 +81,7 @@ class PassThrough(Handler):
             return
         upstream = self.upstream()
         headers = self.forwarded_headers(request)
-        for name in ("content-type", "accept", "accept-encoding", "user-agent"):
+        for name in ("content-type", "content-encoding", "accept", "accept-encoding", "user-agent"):
             if name in request.headers:
                 headers[name] = request.headers[name]
         authorization = upstream.authorization(dict(request.headers), model_route=model_route)
