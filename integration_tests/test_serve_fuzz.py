@@ -148,7 +148,8 @@ class _Handler(_ScriptedHandler):
         super().do_GET()
 
     def do_POST(self) -> None:
-        self.server_state.record(Recorded(self.path, {}, {}))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.server_state.record(Recorded(self.path, headers, {}))
         super().do_POST()
 
 
@@ -160,6 +161,7 @@ class FuzzUpstream(ScriptedServer):
         super().__init__()
         self._http.RequestHandlerClass = type("Handler", (_Handler,), {"server_state": self})
         self.paths: list[str] = []
+        self.misdescribed = 0  # chat requests whose headers do not describe their body
         self.crashes = 0
         failed = self._http.handle_error
 
@@ -177,6 +179,11 @@ class FuzzUpstream(ScriptedServer):
     def record(self, recorded: Recorded) -> None:
         with self._lock:
             self.paths.append(recorded.path)
+            if recorded.path.startswith("/v1/chat/completions"):
+                # The body is the proxy's own JSON: no header of the client's may describe it.
+                kind = recorded.headers.get("content-type")
+                if kind != "application/json" or "content-encoding" in recorded.headers:
+                    self.misdescribed += 1
 
 
 def allowed_upstream_path(path: str) -> bool:
@@ -677,6 +684,8 @@ def responses_bodies(draw: st.DrawFn, canary: Canary, previous: str | None) -> d
     usual = {
         "tool_choice": choices,
         "instructions": ["Be brief."],
+        "temperature": [0, 0.7],
+        "top_p": [1, 0.9],
         "stream": [True],
         "store": [True, False],
         "max_output_tokens": [16, 1],
@@ -1057,6 +1066,7 @@ class Fuzz:
         the proxy alive."""
         assert not self.canary.opened, f"a request made the proxy open {self.canary.opened}"
         assert not self.canary.connections, "a request made the proxy connect to a URL it named"
+        assert not self.upstream.misdescribed, "a chat request's headers misdescribe its body"
         escaped = [path for path in self.upstream.paths if not allowed_upstream_path(path)]
         self.upstream.paths.clear()
         assert not escaped, f"the upstream was asked for {escaped}"
@@ -1172,6 +1182,7 @@ def test_the_canary_notices_a_connection_and_an_opened_file(tmp_path: Path) -> N
 def fuzz_chat(fuzz: Fuzz, data: st.DataObject) -> None:
     body = data.draw(chat_bodies(fuzz.canary))
     path = data.draw(st.sampled_from(["/v1/chat/completions", "/chat/completions"]))
+    path += data.draw(queries())
     post_drawn(fuzz, data, "chat", path, body)
     fuzz.still_serving()
 
@@ -1200,6 +1211,7 @@ def fuzz_responses(fuzz: Fuzz, data: st.DataObject) -> None:
             assert stored.status == 200
     body = data.draw(responses_bodies(fuzz.canary, previous))
     path = data.draw(st.sampled_from(["/v1/responses", "/responses"]))
+    path += data.draw(queries())
     post_drawn(fuzz, data, "responses", path, body)
     if data.draw(st.integers(0, 4)) == 0:
         response_id = data.draw(
@@ -1223,9 +1235,10 @@ def fuzz_messages(fuzz: Fuzz, data: st.DataObject) -> None:
     count_tokens = data.draw(st.integers(0, 4)) == 0
     body = data.draw(messages_bodies(fuzz.canary, count_tokens))
     if count_tokens:
-        post_drawn(fuzz, data, "count_tokens", "/v1/messages/count_tokens", body)
+        path = "/v1/messages/count_tokens" + data.draw(queries())
+        post_drawn(fuzz, data, "count_tokens", path, body)
     else:
-        post_drawn(fuzz, data, "messages", "/v1/messages", body)
+        post_drawn(fuzz, data, "messages", "/v1/messages" + data.draw(queries()), body)
     fuzz.still_serving()
 
 
@@ -1279,10 +1292,13 @@ def paths(draw: st.DrawFn) -> str:
     path = draw(st.sampled_from(routes if draw(st.integers(0, 2)) == 0 else others))
     segments = draw(st.lists(st.sampled_from(SEGMENTS), max_size=3))
     path = path + "".join("/" + segment for segment in segments) or "/"
-    if draw(st.booleans()):
-        queries = ["a=1", "beta=true", "%00", "x=%ff", "&&", "a=" + "b" * 1000]
-        path += "?" + draw(st.sampled_from(queries))
-    return path
+    return path + draw(queries())
+
+
+def queries() -> st.SearchStrategy[str]:
+    """No query mostly, or an odd one (Anthropic's clients send `?beta=true`)."""
+    odd = ["?a=1", "?beta=true", "?%00", "?x=%ff", "?&&", "?a=" + "b" * 1000, "?#x", "?a=%0d%0a"]
+    return mostly([""], odd)
 
 
 @FUZZ
