@@ -4,6 +4,7 @@ routes before its fix."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -230,3 +231,14 @@ def test_content_encoding_describes_the_body_it_came_with(
     chat, embeddings = server.requests
     assert "content-encoding" not in chat.headers
     assert embeddings.headers["content-encoding"] == "identity"
+
+
+def test_a_control_character_in_a_path_stays_out_of_the_log(
+    server: ScriptedServer, proxy: RunningProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A path is logged as the client wrote it, decoded: `%0d` and `%1b` reached the log line as
+    a carriage return and an escape sequence (a forged line, a cleared terminal)."""
+    caplog.set_level(logging.INFO, logger="hermes_tools.serve")
+    httpx.get(proxy.url + "/v1/x%0d2026-11-27 INFO forged%1b%5b2J")
+    lines = [record.getMessage().rsplit(" ms=", 1)[0] for record in caplog.records]
+    assert lines == [r"GET /v1/x\x0d2026-11-27 INFO forged\x1b[2J status=404 error=unknown_url"]
