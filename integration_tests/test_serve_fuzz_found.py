@@ -242,3 +242,26 @@ def test_a_control_character_in_a_path_stays_out_of_the_log(
     httpx.get(proxy.url + "/v1/x%0d2026-11-27 INFO forged%1b%5b2J")
     lines = [record.getMessage().rsplit(" ms=", 1)[0] for record in caplog.records]
     assert lines == [r"GET /v1/x\x0d2026-11-27 INFO forged\x1b[2J status=404 error=unknown_url"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/x%0ay"),  # was Starlette's plain-text 404
+        ("POST", "/v1/responses/resp%0a1"),  # was a plain-text 405
+        ("GET", "/v1/models/a%0ab"),  # was passed on as /v1/models/ab
+        ("GET", "/v1/models/a%09b"),
+        ("POST", "/v1/chat/completions%0a"),  # was answered as /v1/chat/completions
+    ],
+)
+def test_a_path_with_a_control_character_is_a_404_in_openais_shape(
+    server: ScriptedServer, proxy: RunningProxy, method: str, path: str
+) -> None:
+    """Starlette's routes match no newline, so such a path fell past the pass-through's
+    catch-all to Starlette's own plain-text answers, or matched a route whose pattern ends
+    with `$` (which a trailing newline satisfies); the pass-through read the path from the URL,
+    which drops tabs and line breaks, and passed it on without them."""
+    answer = httpx.request(method, proxy.url + path, json={"model": "qwen"})
+    assert answer.status_code == 404
+    assert error_of(answer)["code"] == "unknown_url"
+    assert server.requests == []

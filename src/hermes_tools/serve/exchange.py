@@ -20,11 +20,11 @@ _RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
 
 # A path holds what the client wrote, decoded: a %0a would start a line of its own in the log,
 # a %1b a terminal's escape sequence.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def printable(text: str) -> str:
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Send
 
 from hermes_tools.errors import RequestRejected, UpstreamCut
-from hermes_tools.serve.exchange import Exchange
+from hermes_tools.serve.exchange import CONTROL, Exchange
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect
 from hermes_tools.serve.limits import read_body
 from hermes_tools.serve.messages import AnthropicResponder
@@ -44,6 +44,12 @@ _NOT_RETURNED = {
 }
 
 
+def routable(path: str) -> bool:
+    """No route has a dot segment (`/v1/models/%2e%2e/%2e%2e/api/pull`, decoded, would match a
+    route here and lead to another once the URL is resolved) or a control character."""
+    return not (CONTROL.search(path) or any(part in (".", "..") for part in path.split("/")))
+
+
 def route_matches(patterns: tuple[str, ...], method: str, path: str) -> bool:
     route = f"{method} {path}"
     return any(
@@ -64,11 +70,10 @@ class PassThrough(Handler):
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         method, path = request.method, request.url.path
-        # A dot segment (`/v1/models/%2e%2e/%2e%2e/api/pull`, decoded) would match a route
-        # here and lead to another once the URL is resolved: no route has one.
-        dotted = any(segment in (".", "..") for segment in path.split("/"))
-        model_route = not dotted and route_matches(MODEL_ROUTES, method, path)
-        opened = not dotted and route_matches(self.settings.passthrough, method, path)
+        # As uvicorn decoded it: the URL's path has lost its tabs and line breaks (urlsplit).
+        known = routable(request.scope["path"])
+        model_route = known and route_matches(MODEL_ROUTES, method, path)
+        opened = known and route_matches(self.settings.passthrough, method, path)
         if not (model_route or opened):
             await responder.error(
                 404,
