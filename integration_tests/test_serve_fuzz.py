@@ -307,11 +307,18 @@ odd_values: st.SearchStrategy[Any] = st.one_of(
 
 def mutated(draw: st.DrawFn, value: dict[str, Any], most: int = 3) -> Any:
     """`value` with a few drawn changes: a value replaced by an odd one (the body itself too),
-    a key dropped, an unknown key added, a list repeated, a value nested deeper."""
+    a key dropped, an unknown key added, a list repeated, a value nested deeper, a number made
+    NaN or Infinity."""
     root: list[Any] = [json.loads(json.dumps(value))]  # a copy to change in place
     for _ in range(draw(st.sampled_from([0, 0, 0, *range(1, most + 1)]))):
-        parent, key = draw(st.sampled_from(_places(root)))
-        kind = draw(st.sampled_from(["replace", "replace", "drop", "add", "repeat", "nest"]))
+        places = _places(root)
+        kind = draw(st.sampled_from(["replace", "replace", "drop", "add", "repeat", "nest", "nan"]))
+        numbers = [(parent, key) for parent, key in places if _is_number(parent[key])]
+        if kind == "nan" and numbers:  # what Python's JSON reader takes and JSON has not
+            parent, key = draw(st.sampled_from(numbers))
+            parent[key] = Raw(draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999"])))
+            continue
+        parent, key = draw(st.sampled_from(places))
         target = parent[key]
         if kind == "replace":
             parent[key] = draw(odd_values)
@@ -328,6 +335,10 @@ def mutated(draw: st.DrawFn, value: dict[str, Any], most: int = 3) -> Any:
         elif kind == "nest":
             parent[key] = [target] if draw(st.booleans()) else {"x": target}
     return root[0]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _places(root: list[Any]) -> list[tuple[Any, Any]]:
