@@ -14,7 +14,8 @@ What a client must be able to rely on, checked for every answer (invariant 9 of 
   (502 `tool_call_required`), which the drawn reply may well be;
 - a 4xx is in its API's error shape; every JSON the proxy writes is strict JSON in UTF-8;
 - a streamed 200 is well-formed SSE that ends as its API ends a stream;
-- the proxy still answers `/health` and its server thread is alive;
+- the proxy still answers `/health` and its server thread is alive; it logged no error, and each
+  line it logged is one line;
 - nothing in a request reaches beyond the upstream's model routes: no connection to a URL a
   request names, no file a request names is opened, and the upstream is asked only for its chat,
   completions, embeddings and models routes.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import socket
@@ -135,6 +137,19 @@ class LoopWatch:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(60)
+
+
+class LogLines(logging.Handler):
+    """The proxy's log: a line it writes is one line, and none is an error."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.problems: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.getMessage()
+        if record.levelno >= logging.ERROR or re.search(r"[\x00-\x1f\x7f]", line):
+            self.problems.append(f"{record.levelname}: {line!r}")
 
 
 # -- the upstream ---------------------------------------------------------------------------------
@@ -1031,6 +1046,7 @@ class Fuzz:
     canary: Canary
     client: httpx.Client
     watch: LoopWatch
+    log: LogLines
     statuses: dict[str, Counter[str]] = field(default_factory=dict)
     reasons: dict[str, Counter[str]] = field(default_factory=dict)  # each error's code or field
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -1081,6 +1097,8 @@ class Fuzz:
         escaped = [path for path in self.upstream.paths if not allowed_upstream_path(path)]
         self.upstream.paths.clear()
         assert not escaped, f"the upstream was asked for {escaped}"
+        problems, self.log.problems[:] = list(self.log.problems), []
+        assert not problems, f"the proxy logged {problems}"
         assert self.proxy._thread.is_alive(), "the proxy's server thread died"
         health = self.client.get(self.proxy.url + "/health", timeout=10)
         assert health.status_code == 200
@@ -1096,9 +1114,15 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
         upstream.base_url, models=RULES, limits=Limits(body_bytes=BODY_BYTES), timeout=30
     )
     proxy = RunningProxy(settings_).start()
+    logger = logging.getLogger("hermes_tools.serve")
+    log, level = LogLines(), logger.level
+    logger.addHandler(log)
+    logger.setLevel(logging.INFO)
     with httpx.Client(timeout=60) as client:
-        run = Fuzz(proxy, upstream, canary, client, LoopWatch(proxy.url))
+        run = Fuzz(proxy, upstream, canary, client, LoopWatch(proxy.url), log)
         yield run
+    logger.removeHandler(log)
+    logger.setLevel(level)
     run.watch.stop()
     proxy.stop()
     upstream.stop()
