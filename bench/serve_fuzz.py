@@ -63,6 +63,9 @@ def render(figures: dict[str, Any], examples: int, elapsed: float, outcome: str)
     for front in fronts:
         seen = statuses.get(front, {})
         requests = sum(seen.values())
+        if front == "count_tokens":  # the Messages front's other endpoint
+            both = requests + sum(statuses.get("messages", {}).values())
+            lines.append(f"{'':>13}  (the Messages front, both endpoints: {both:,} requests)")
         server_errors = sum(count for status, count in seen.items() if status.startswith("5"))
         total_5xx += server_errors
         by_status = ", ".join(f"{status}: {count:,}" for status, count in sorted(seen.items()))

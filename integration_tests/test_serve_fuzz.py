@@ -382,7 +382,13 @@ TOOL_NAMES = ["get_weather", "get_time", "search", "a" * 64, "fn.x", "", "\ud800
 def mostly(usual: list[Any], odd: list[Any]) -> st.SearchStrategy[Any]:
     """One of `usual` five times in six, else one of `odd`: most requests should get through
     the checks, to reach the reply policy and the answer."""
-    return st.integers(0, 5).flatmap(lambda n: st.sampled_from(usual if n else odd))
+    return st.integers(1, 6).flatmap(lambda n: st.sampled_from(odd if n == 6 else usual))
+
+
+def one_in(draw: st.DrawFn, times: int) -> bool:
+    """True one time in `times`; False for hypothesis' simplest draw, so the examples it starts
+    from and shrinks to are the usual ones."""
+    return bool(draw(st.integers(1, times)) == times)
 
 
 @st.composite
@@ -468,7 +474,7 @@ def replies(draw: st.DrawFn, names: list[str]) -> Reply:
         )
     )
     native = None
-    if draw(st.integers(0, 5)) == 0:
+    if one_in(draw, 6):
         native = [
             {
                 "id": "call_native",
@@ -529,7 +535,7 @@ def headers(draw: st.DrawFn) -> dict[str, Any]:
     drawn: dict[str, Any] = draw(
         st.dictionaries(st.sampled_from(HEADER_NAMES), header_values, max_size=3)
     )
-    if draw(st.integers(0, 3)) == 0:
+    if one_in(draw, 4):
         drawn["content-type"] = draw(st.sampled_from(CONTENT_TYPES))
     else:
         drawn["content-type"] = "application/json"
@@ -567,7 +573,7 @@ def raw_bodies(draw: st.DrawFn, valid: Any) -> bytes:
 def optional(draw: st.DrawFn, usual: dict[str, list[Any]], odd: dict[str, list[Any]]) -> Any:
     """Optional fields: each usual one half the time, and now and then an odd one."""
     chosen = {name: draw(st.sampled_from(v)) for name, v in usual.items() if draw(st.booleans())}
-    if draw(st.integers(0, 5)) == 0:
+    if one_in(draw, 6):
         name = draw(st.sampled_from(sorted(odd)))
         chosen[name] = draw(st.sampled_from(odd[name]))
     return chosen
@@ -692,11 +698,11 @@ def responses_bodies(draw: st.DrawFn, canary: Canary, previous: str | None) -> d
     )
     tools = [{"type": "function", **tool["function"]} for tool in draw(chat_tools(canary))]
     names = [tool["name"] for tool in tools]
-    if draw(st.integers(0, 5)) == 0:
+    if one_in(draw, 6):
         tools.append(_canary_urls(draw(st.sampled_from(RESPONSES_TOOLS)), canary))
     if tools:
         body["tools"] = tools
-    if previous is not None or draw(st.integers(0, 5)) == 0:
+    if previous is not None or one_in(draw, 6):
         ids = ["resp_missing", "", "resp_" + "0" * 24, "\ud800", "x" * 5000]
         body["previous_response_id"] = previous or draw(st.sampled_from(ids))
     choices = ["auto", "none"]
@@ -797,13 +803,13 @@ def messages_bodies(draw: st.DrawFn, canary: Canary, count_tokens: bool) -> dict
         results = draw(st.lists(mostly(TOOL_RESULTS, ODD_USER_BLOCKS), min_size=1, max_size=2))
         more = draw(st.lists(st.sampled_from(USER_BLOCKS), max_size=1))
         turns.append({"role": "user", "content": [*results, *more]})
-    if draw(st.integers(0, 5)) == 0:  # a system turn among them, as Claude Code sends
+    if one_in(draw, 6):  # a system turn among them, as Claude Code sends
         turns.append({"role": draw(mostly(["system"], ["tool", "developer"])), "content": "x"})
     body: dict[str, Any] = {
         "model": draw(st.sampled_from(MODELS)),
         "messages": _canary_urls(turns, canary),
     }
-    if not count_tokens or draw(st.integers(0, 5)) == 0:
+    if not count_tokens or one_in(draw, 6):
         body["max_tokens"] = draw(mostly([64, 100_000], [0, -1, 2**64]))
     tools = [
         {
@@ -814,7 +820,7 @@ def messages_bodies(draw: st.DrawFn, canary: Canary, count_tokens: bool) -> dict
         for tool in draw(chat_tools(canary))
     ]
     names = [tool["name"] for tool in tools]
-    if draw(st.integers(0, 5)) == 0:
+    if one_in(draw, 6):
         tools.append(draw(st.sampled_from(ANTHROPIC_TOOLS)))
     if tools:
         body["tools"] = tools
@@ -1143,7 +1149,7 @@ def requests_of(draw: st.DrawFn, body: Any) -> tuple[Any, dict[str, Any], bool]:
     """The body as sent (mostly JSON of the drawn body, sometimes raw bytes), its headers, and
     whether non-ASCII goes raw."""
     sent: Any = body
-    if draw(st.integers(0, 9)) == 0:
+    if one_in(draw, 10):
         sent = Raw(draw(raw_bodies(body)).decode("latin-1"))
     return sent, draw(headers()), draw(st.booleans())
 
@@ -1232,7 +1238,7 @@ def test_chat_completions(fuzz: Fuzz) -> None:
 @example_of("responses")
 def fuzz_responses(fuzz: Fuzz, data: st.DataObject) -> None:
     previous = None
-    if data.draw(st.integers(0, 3)) == 0:  # a conversation: the first response, then one on
+    if one_in(data.draw, 4):  # a conversation: the first response, then one on
         first = {
             "model": "qwen",
             "input": "Weather in Paris?",
@@ -1248,7 +1254,7 @@ def fuzz_responses(fuzz: Fuzz, data: st.DataObject) -> None:
     path = data.draw(st.sampled_from(["/v1/responses", "/responses"]))
     path += data.draw(queries())
     post_drawn(fuzz, data, "responses", path, body)
-    if data.draw(st.integers(0, 4)) == 0:
+    if one_in(data.draw, 5):
         response_id = data.draw(
             st.sampled_from(["resp_missing", "%00", "%ff%fe", "a" * 3000, "..%2F..%2Fhealth"])
         )
@@ -1267,7 +1273,7 @@ def test_responses(fuzz: Fuzz) -> None:
 @given(st.data())
 @example_of("messages")
 def fuzz_messages(fuzz: Fuzz, data: st.DataObject) -> None:
-    count_tokens = data.draw(st.integers(0, 4)) == 0
+    count_tokens = one_in(data.draw, 5)
     body = data.draw(messages_bodies(fuzz.canary, count_tokens))
     if count_tokens:
         path = "/v1/messages/count_tokens" + data.draw(queries())
@@ -1328,7 +1334,7 @@ def paths(draw: st.DrawFn) -> str:
     """A model route (a third of the time) or another, then more segments and a query."""
     routes = ["/v1/models", "/v1/completions", "/v1/embeddings"]
     others = ["/v1", "", "/api", "/v1/messages", "/v1/responses", "/v1/chat"]
-    path = draw(st.sampled_from(routes if draw(st.integers(0, 2)) == 0 else others))
+    path = draw(st.sampled_from(routes if one_in(draw, 3) else others))
     segments = draw(st.lists(st.sampled_from(SEGMENTS), max_size=3))
     path = path + "".join("/" + segment for segment in segments) or "/"
     return path + draw(queries())
