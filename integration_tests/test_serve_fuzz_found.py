@@ -265,3 +265,20 @@ def test_a_path_with_a_control_character_is_a_404_in_openais_shape(
     assert answer.status_code == 404
     assert error_of(answer)["code"] == "unknown_url"
     assert server.requests == []
+
+
+def test_a_get_with_a_body_is_a_400_and_smuggles_nothing(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    """The fuzz's upstream, which reads no body on a GET as Python's http.server does, took a
+    passed-through GET's body for the next request on the proxy's pooled connection. A body
+    that is a request went upstream past the closed routes, and its answer went to the next
+    client: `POST /api/delete` here, and a 404 for the next `GET /v1/models`."""
+    smuggled = b"POST /api/delete HTTP/1.1\r\nHost: upstream\r\nContent-Length: 2\r\n\r\n{}"
+    answer = httpx.request("GET", proxy.base_url + "/models", content=smuggled)
+    assert answer.status_code == 400
+    assert error_of(answer)["code"] == "unexpected_body"
+    models = httpx.get(proxy.base_url + "/models")
+    assert models.status_code == 200
+    assert models.json()["data"][0]["id"] == "scripted"
+    assert [request.path for request in server.requests] == ["/v1/models"]

@@ -94,6 +94,14 @@ class PassThrough(Handler):
             headers["authorization"] = authorization
         try:
             content = await read_body(request, self.settings.limits.body_bytes)
+            if content and method in ("GET", "HEAD"):
+                # An upstream that reads no body on a GET would take this one for the next
+                # request on the proxy's pooled connection: any route, another client's answer.
+                raise RequestRejected(
+                    f"A {method} request carries no body; this one has {len(content):,} bytes.",
+                    None,
+                    "unexpected_body",
+                )
             outgoing = upstream.http.build_request(
                 method,
                 upstream.url_for(path),
