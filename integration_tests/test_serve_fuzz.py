@@ -22,7 +22,8 @@ What a client must be able to rely on, checked for every answer (invariant 9 of 
 
 HERMES_FUZZ_EXAMPLES sets the examples per front (short by default, for CI); with CI=true the run
 is derandomized, so CI is reproducible. HERMES_FUZZ_STATS=path writes the figures of the run
-(requests per front, statuses) as JSON; bench/serve_fuzz.py runs the long run with it.
+(requests per front, statuses) as JSON; bench/serve_fuzz.py runs the long run with it. What the
+fuzz found, each cut down to a plain regression test, is in test_serve_fuzz_found.py.
 """
 
 from __future__ import annotations
