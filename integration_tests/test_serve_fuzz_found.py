@@ -1,6 +1,7 @@
-"""What the fuzz of the proxy's fronts (test_serve_fuzz.py) found, each a request it drew cut
-down to what matters, and each a 5xx, an error in the wrong shape or a way out of the model
-routes before its fix."""
+"""What the fuzz of the proxy's fronts (test_serve_fuzz.py) found, and what probing past its
+draws found (NaN, Content-Encoding, control characters in paths; the fuzz draws those now),
+each cut down to the request that matters. Before its fix each was a 5xx, an error in the wrong
+shape, an answer a strict client cannot read, or a way past the model routes."""
 
 from __future__ import annotations
 
