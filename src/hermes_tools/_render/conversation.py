@@ -118,7 +118,13 @@ def _assistant_text(
     text = _text_of(message.get("content"), None).strip()
     if text:
         pieces.append(neutralize_text(text, options.tags))
-    calls = list(message.get("tool_calls") or [])
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MessageFormatError(
+            "An assistant message's tool_calls must be a list of calls, not "
+            f"{type(calls).__name__}."
+        )
+    calls = list(calls)
     legacy = message.get("function_call")
     if isinstance(legacy, Mapping):
         calls.append({"id": "", "function": legacy})
@@ -336,7 +342,11 @@ def _text_of(content: object, position: int | None) -> str:
 def _non_text_parts(content: object) -> list[Part]:
     if not isinstance(content, list):
         return []
-    return [dict(part) for part in content if isinstance(part, Mapping) and "text" not in part]
+    return [
+        dict(part)
+        for part in content
+        if isinstance(part, Mapping) and "text" not in part and part.get("type") != "text"
+    ]
 
 
 def _user_parts(content: object, position: int, options: RenderOptions) -> list[Part]:
@@ -347,6 +357,10 @@ def _user_parts(content: object, position: int, options: RenderOptions) -> list[
                 raise MessageFormatError(f"Message {position} has a content part {part!r}.")
             if isinstance(part.get("text"), str):
                 parts.append({**part, "text": neutralize_text(part["text"], options.tags)})
+            elif part.get("type") == "text":
+                raise MessageFormatError(
+                    f"Message {position} has a text part without a text string."
+                )
             else:
                 parts.append(dict(part))
         return parts

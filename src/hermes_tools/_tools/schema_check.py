@@ -110,7 +110,12 @@ def _find_problem(text: str) -> str | None:
         return f"it is nested deeper than {MAX_SCHEMA_DEPTH} levels"
     from jsonschema import exceptions, validators
 
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    try:
+        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    except (TypeError, ValueError, AttributeError):
+        # It looks `$schema` up as a URI: a value that is none (an object, "http://[") raises.
+        given = _short(repr(schema.get("$schema")))
+        return f"'$schema' must be the URI of a JSON Schema draft, not {given}"
     try:
         cls.check_schema(schema)
     except exceptions.SchemaError as exc:

@@ -34,11 +34,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_tools.serve.chat import ChatCompletions
+from hermes_tools.serve.exchange import CONTROL
 from hermes_tools.serve.heap import freeze_startup
 from hermes_tools.serve.messages import CountTokens, Messages
 from hermes_tools.serve.passthrough import PassThrough
@@ -66,6 +69,7 @@ def create_app(settings: ServeSettings) -> Starlette:
     def upstream() -> Upstream:
         return state["upstream"]
 
+    passthrough = PassThrough(settings, upstream)
     chat = ChatCompletions(settings, upstream)
     responses = Responses(settings, upstream, store)
     stored = StoredResponse(settings, upstream, store)
@@ -83,8 +87,9 @@ def create_app(settings: ServeSettings) -> Starlette:
             Route("/responses", responses, methods=["POST"]),
             Route("/v1/responses/{response_id}", stored, methods=["GET"]),
             Route("/responses/{response_id}", stored, methods=["GET"]),
-            Route("/{path:path}", PassThrough(settings, upstream)),
+            Route("/{path:path}", passthrough),
         ],
+        middleware=[Middleware(_ControlInPath, unrouted=passthrough)],
         lifespan=lifespan,
     )
 
@@ -92,6 +97,22 @@ def create_app(settings: ServeSettings) -> Starlette:
 def app_from_environment() -> Starlette:
     """uvicorn's factory in each worker: the settings come as JSON in the environment."""
     return create_app(ServeSettings.from_json(os.environ[SETTINGS_VARIABLE]))
+
+
+class _ControlInPath:
+    """A path holding a control character (a decoded %0a, %0d, %00) goes to the pass-through,
+    which has no route for it and answers 404 in its API's shape: Starlette's routes match no
+    newline, and answered such a path in plain text (a 404, or a 405 beside a GET route)."""
+
+    def __init__(self, app: ASGIApp, unrouted: ASGIApp) -> None:
+        self.app = app
+        self.unrouted = unrouted
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and CONTROL.search(scope["path"]):
+            await self.unrouted(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 async def _health(request: Request) -> JSONResponse:

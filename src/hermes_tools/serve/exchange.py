@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,15 @@ from typing import Any
 # Upstream response headers a chat answer carries back, whole or streamed, failed or not: the
 # request id and the rate-limit counters and waits clients act on.
 _RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
+
+
+# A path holds what the client wrote, decoded: a %0a would start a line of its own in the log,
+# a %1b a terminal's escape sequence.
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 @dataclass
@@ -41,10 +51,10 @@ class Exchange:
     def line(self) -> str:
         elapsed = (time.perf_counter() - self.started) * 1000
         if not self.chat:
-            parts = [f"{self.method} {self.path}", f"status={self.status}"]
+            parts = [f"{self.method} {printable(self.path)}", f"status={self.status}"]
         else:
             parts = [
-                f"{self.method} {self.path}",
+                f"{self.method} {printable(self.path)}",
                 f"model={json.dumps(self.model) if self.model is not None else '-'}",
                 f"stream={str(self.stream).lower()}",
                 f"tools={self.tools}",

@@ -34,7 +34,7 @@ from hermes_tools.errors import (
     UpstreamError,
     UpstreamEventError,
 )
-from hermes_tools.serve.exchange import EXCHANGE, Exchange, relayed_headers
+from hermes_tools.serve.exchange import EXCHANGE, Exchange, printable, relayed_headers
 from hermes_tools.serve.heap import TRIM_AFTER_BYTES, give_back
 from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
@@ -57,6 +57,7 @@ _NOT_FORWARDED = {
     "upgrade",
     "content-length",
     "content-type",
+    "content-encoding",
     "accept",
     "accept-encoding",
     "user-agent",
@@ -100,7 +101,9 @@ class Handler:
         except UpstreamCut:
             raise  # uvicorn drops the connection
         except Exception:
-            log.exception("internal error answering %s %s", scope["method"], scope["path"])
+            log.exception(
+                "internal error answering %s %s", scope["method"], printable(scope["path"])
+            )
             exchange.error = "internal"
             if not responder.started:
                 await responder.error(500, "The proxy failed to answer.", "server_error")

@@ -790,7 +790,7 @@ class Messages(_MessagesHandler):
             if not key.startswith(_ANTHROPIC_HEADERS)
         }
         given = dict(request.headers)
-        if "authorization" not in given and "x-api-key" in given:
+        if "authorization" not in given and given.get("x-api-key"):  # an empty key is none
             given["authorization"] = f"Bearer {given['x-api-key']}"
         authorization = self.upstream().authorization(given)
         if authorization:

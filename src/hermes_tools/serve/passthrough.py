@@ -14,11 +14,14 @@ from fnmatch import fnmatchcase
 import anyio
 import httpx
 from starlette.requests import Request
-from starlette.types import Receive
+from starlette.types import Receive, Send
 
 from hermes_tools.errors import RequestRejected, UpstreamCut
+from hermes_tools.serve.exchange import CONTROL, Exchange
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect
 from hermes_tools.serve.limits import read_body
+from hermes_tools.serve.messages import AnthropicResponder
+from hermes_tools.serve.upstream import wire_headers
 
 # "METHOD /path" patterns (shell-style) of the routes passed on without being opened.
 MODEL_ROUTES = (
@@ -41,6 +44,12 @@ _NOT_RETURNED = {
 }
 
 
+def routable(path: str) -> bool:
+    """No route has a dot segment (`/v1/models/%2e%2e/%2e%2e/api/pull`, decoded, would match a
+    route here and lead to another once the URL is resolved) or a control character."""
+    return not (CONTROL.search(path) or any(part in (".", "..") for part in path.split("/")))
+
+
 def route_matches(patterns: tuple[str, ...], method: str, path: str) -> bool:
     route = f"{method} {path}"
     return any(
@@ -52,10 +61,20 @@ class PassThrough(Handler):
     """A model route (or one the `passthrough` setting opens) goes to the upstream as it came,
     and its answer comes back as sent; any other gets a 404."""
 
+    def responder(self, send: Send, exchange: Exchange) -> Responder:
+        """Under the Messages API's path (another method, Anthropic's batches), its errors are
+        Anthropic's shape, which its clients read."""
+        if exchange.path == "/v1/messages" or exchange.path.startswith("/v1/messages/"):
+            return AnthropicResponder(send, exchange)
+        return super().responder(send, exchange)
+
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         method, path = request.method, request.url.path
-        model_route = route_matches(MODEL_ROUTES, method, path)
-        if not (model_route or route_matches(self.settings.passthrough, method, path)):
+        # As uvicorn decoded it: the URL's path has lost its tabs and line breaks (urlsplit).
+        known = routable(request.scope["path"])
+        model_route = known and route_matches(MODEL_ROUTES, method, path)
+        opened = known and route_matches(self.settings.passthrough, method, path)
+        if not (model_route or opened):
             await responder.error(
                 404,
                 f"Invalid URL ({method} {path}): this proxy serves chat completions, Responses "
@@ -67,7 +86,7 @@ class PassThrough(Handler):
             return
         upstream = self.upstream()
         headers = self.forwarded_headers(request)
-        for name in ("content-type", "accept", "accept-encoding", "user-agent"):
+        for name in ("content-type", "content-encoding", "accept", "accept-encoding", "user-agent"):
             if name in request.headers:
                 headers[name] = request.headers[name]
         authorization = upstream.authorization(dict(request.headers), model_route=model_route)
@@ -76,11 +95,19 @@ class PassThrough(Handler):
         try:
             content = await read_body(request, self.settings.limits.body_bytes)
             responder.exchange.request_bytes = len(content)
+            if content and method in ("GET", "HEAD"):
+                # An upstream that reads no body on a GET would take this one for the next
+                # request on the proxy's pooled connection: any route, another client's answer.
+                raise RequestRejected(
+                    f"A {method} request carries no body; this one has {len(content):,} bytes.",
+                    None,
+                    "unexpected_body",
+                )
             outgoing = upstream.http.build_request(
                 method,
                 upstream.url_for(path),
                 params=request.url.query or None,
-                headers=headers,
+                headers=wire_headers(headers),
                 content=content,
             )
         except RequestRejected as rejected:

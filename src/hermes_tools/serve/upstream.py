@@ -45,7 +45,7 @@ class UpstreamChat:
     def __init__(self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> None:
         self._http = http
         self._url = url
-        self._headers = {**headers, "content-type": "application/json"}
+        self._headers = wire_headers({**headers, "content-type": "application/json"})
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         content = await _encoded(request)
@@ -98,6 +98,15 @@ class UpstreamChat:
 async def _encoded(request: dict[str, Any]) -> bytes:
     """The request as JSON, written in a worker thread (a conversation can be megabytes)."""
     return await anyio.to_thread.run_sync(encode_in_pieces, request)
+
+
+def wire_headers(headers: Mapping[str, str]) -> dict[bytes, bytes]:
+    """Headers as bytes for httpx, which encodes text values as ASCII: a client's header may
+    hold any byte HTTP allows (Starlette reads them as Latin-1), and goes on as it came."""
+    return {
+        name.encode("latin-1"): value.encode("latin-1", "replace")
+        for name, value in headers.items()
+    }
 
 
 def _decoded(data: bytes) -> Any:

@@ -73,7 +73,9 @@ _FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
-    """The request body as a JSON object."""
+    """The request body as a JSON object. Python's reader also takes NaN and Infinity, and
+    reads 1e999 as infinity, none of which can be written back as JSON (to the upstream, or in
+    an answer that echoes the request): they are refused here."""
     try:
         body = decode(raw)
     except UnicodeDecodeError:

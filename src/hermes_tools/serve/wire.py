@@ -14,6 +14,7 @@ call per message lets the event loop run in between.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -45,19 +46,30 @@ def encode_in_pieces(value: Any) -> bytes:
     return encode(value)
 
 
-_DECODER = json.JSONDecoder()
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"{text} is too large for a JSON number")
+    return number
+
+
+# JSON as JSON says, not as Python reads it: NaN, Infinity and numbers too large for a float
+# are no JSON numbers, and would go on as text no strict reader takes.
+_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def decode(raw: bytes) -> Any:
-    """`json.loads(raw)`; a large object body read a member, and an array member's item, at a
-    time. Raises what `json.loads` raises."""
-    if len(raw) < WHOLE_BELOW:
-        return json.loads(raw)
+    """`json.loads(raw)`, strictly (see `_DECODER`); a large object body read a member, and an
+    array member's item, at a time. Raises what `json.loads` raises."""
     text = raw.decode(json.detect_encoding(raw), "surrogatepass")
     start = _skip(text, 0)
-    if not text.startswith("{", start):
-        return json.loads(text)  # not an object: nothing to read in pieces
+    if len(raw) < WHOLE_BELOW or not text.startswith("{", start):
+        return _DECODER.decode(text)  # small, or not an object: nothing to read in pieces
     body: dict[str, Any] = {}
     position = _skip(text, start + 1)
     if text.startswith("}", position):
