@@ -10,7 +10,9 @@ sources as a coding agent would paste them, and a one-line question, cut to `--p
 with the server's tokenizer; one request, temperature 0, one token out. Memory is the server
 process's: its peak resident set (VmHWM), and what is resident once the prompt is read, split
 into anonymous memory and mapped file pages (the weights). The prompt's time is llama.cpp's own
-count ("prompt eval time" in the server's log), with the request's wall time beside it.
+count ("prompt eval time" in the server's log), with the request's wall time and the CPU time
+the server spent on it beside it: on a machine shared with other work the CPU time says more
+than the clock (the load average is printed with each setting).
 
 One run per setting: the figures are for comparing in the same run, not across machines.
 Prints figures; asserts nothing about them. Keeping every position's logits at a 32k window
@@ -20,6 +22,7 @@ takes about 20 GB: `--only after` leaves that setting out.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -55,6 +58,16 @@ def process_memory(pid: int) -> dict[str, int]:
     return {f: int(re.search(rf"^{f}:\s+(\d+) kB", status, re.M)[1]) * 1024 for f in fields}  # type: ignore[index]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of the process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
 def count_tokens(base_url: str, text: str) -> int:
     root = base_url.removesuffix("/v1")
     reply = httpx.post(f"{root}/extras/tokenize/count", json={"input": text}, timeout=120)
@@ -86,13 +99,13 @@ def measure(server: LocalServer, messages: list[dict[str, str]]) -> dict[str, fl
     assert server._process is not None
     pid = server._process.pid
     loaded = process_memory(pid)["VmRSS"]
-    started = time.monotonic()
+    cpu, started = cpu_seconds(pid), time.monotonic()
     reply = httpx.post(
         f"{server.base_url}/chat/completions",
         json={"messages": messages, "max_tokens": 1, "temperature": 0},
         timeout=3600,
     )
-    wall = time.monotonic() - started
+    wall, cpu = time.monotonic() - started, cpu_seconds(pid) - cpu
     reply.raise_for_status()
     memory = process_memory(pid)
     return {
@@ -101,6 +114,7 @@ def measure(server: LocalServer, messages: list[dict[str, str]]) -> dict[str, fl
         "prompt_tokens": reply.json()["usage"]["prompt_tokens"],
         "prompt_s": (prompt_eval_ms(server.log_path.read_text()) or wall * 1000) / 1000,
         "wall_s": wall,
+        "cpu_s": cpu,
     }
 
 
@@ -134,10 +148,12 @@ def main() -> None:
             figures[setting] = found = measure(server, messages)
         print(
             f"{setting:>6}: {found['prompt_tokens']:,.0f} prompt tokens; RSS loaded "
-            f"{gigabytes((found['loaded']))}, after the prompt {gigabytes((found['VmRSS']))} "
-            f"(anonymous {gigabytes((found['RssAnon']))}, file {gigabytes((found['RssFile']))}), "
-            f"peak {gigabytes((found['VmHWM']))}; prompt {found['prompt_s']:.1f} s "
-            f"({found['prompt_tokens'] / found['prompt_s']:.0f} tokens/s, wall {found['wall_s']:.1f} s)",
+            f"{gigabytes(found['loaded'])}, after the prompt {gigabytes(found['VmRSS'])} "
+            f"(anonymous {gigabytes(found['RssAnon'])}, file {gigabytes(found['RssFile'])}), "
+            f"peak {gigabytes(found['VmHWM'])}; prompt {found['prompt_s']:.1f} s "
+            f"({found['prompt_tokens'] / found['prompt_s']:.0f} tokens/s), request wall "
+            f"{found['wall_s']:.1f} s, server CPU {found['cpu_s']:.1f} s; load average "
+            f"{load_average()}",
             flush=True,
         )
     print(
@@ -153,7 +169,8 @@ def main() -> None:
         print(
             f"after / before: peak RSS {after['VmHWM'] / before['VmHWM']:.2f}x, "  # type: ignore[index]
             f"prompt time {after['prompt_s'] / before['prompt_s']:.2f}x, "  # type: ignore[index]
-            f"request wall time {after['wall_s'] / before['wall_s']:.2f}x"  # type: ignore[index]
+            f"request wall time {after['wall_s'] / before['wall_s']:.2f}x, "  # type: ignore[index]
+            f"server CPU time {after['cpu_s'] / before['cpu_s']:.2f}x"  # type: ignore[index]
         )
     sys.stdout.flush()
 

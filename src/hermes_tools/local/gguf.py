@@ -12,14 +12,25 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 # The fixed-size value types, by type code: their struct format.
-_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_SCALARS = {
+    0: "B",  # uint8
+    1: "b",  # int8
+    2: "H",  # uint16
+    3: "h",  # int16
+    4: "I",  # uint32
+    5: "i",  # int32
+    6: "f",  # float32
+    7: "?",  # bool
+    10: "Q",  # uint64
+    11: "q",  # int64
+    12: "d",  # float64
+}
 _STRING, _ARRAY = 8, 9
 # A header bigger than this is not one (the largest vocabularies take a few tens of MB).
 _MAX_STRING = 1 << 26
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +39,7 @@ class Array:
     numbers: tuple[int | float | bool, ...]  # empty for an array of strings (not kept)
 
 
-Value = Union[int, float, bool, str, Array]
+Value = int | float | bool | str | Array
 Metadata = dict[str, Value]
 
 
@@ -90,4 +101,4 @@ def _unpack(file: BinaryIO, fmt: str) -> tuple[int, ...]:
     data = file.read(layout.size)
     if len(data) != layout.size:
         raise NotGGUFError("the GGUF header ends early")
-    return layout.unpack(data)  # type: ignore[no-any-return]
+    return layout.unpack(data)
