@@ -22,8 +22,9 @@ from hermes_tools.local.gguf import Array, Metadata, NotGGUFError, read_metadata
 
 # llama-cpp-python's server's batch (n_ubatch), which `LocalServer` leaves as it is.
 BATCH = 512
-# Python, the HTTP server and llama.cpp's code and small buffers, measured with the smallest
-# model at a 2k window.
+# Python, the HTTP server, llama.cpp's code and small buffers: what the server's anonymous
+# memory holds beyond the KV cache, the compute buffer and repacked weights (1.5B model, 16k
+# window, prompt read).
 RUNTIME = 200 * 2**20
 # Windows are offered in steps of this many tokens.
 WINDOW_STEP = 1024
