@@ -120,6 +120,11 @@ def test_memory_grows_with_the_window_and_not_with_the_vocabulary(qwen: Path) ->
     assert large.compute < 32768 * 151936 * 4 / 10
 
 
+def test_a_window_of_zero_is_the_one_the_model_was_trained_on(qwen: Path) -> None:
+    shape = ModelShape.of(qwen)
+    assert estimate(shape, 0) == estimate(shape, 32768)
+
+
 def test_a_window_that_fits_is_estimated(qwen: Path) -> None:
     assert check_window(ModelShape.of(qwen), 32768, 20 * GB).window == 32768
 

@@ -39,6 +39,7 @@ class ModelShape:
     kv_bytes_per_token: int  # keys and values of every layer, f16
     heads: int
     vocabulary: int
+    trained_window: int  # what llama.cpp takes for a window of 0
 
     @classmethod
     def of(cls, gguf: Path | str) -> ModelShape:
@@ -65,6 +66,7 @@ class ModelShape:
             kv_bytes_per_token=sum(kv_heads) * (key + value) * F16,
             heads=max(heads),
             vocabulary=vocabulary,
+            trained_window=_number(metadata[f"{arch}.context_length"]),
         )
 
 
@@ -98,6 +100,7 @@ def estimate(shape: ModelShape, window: int) -> MemoryEstimate:
     # Without flash attention, a batch's attention scores (and their mask) are a float per
     # head, window position and batch token; the output layer writes a batch's logits in the
     # same buffer, reused.
+    window = window or shape.trained_window
     attention = window * BATCH * (shape.heads + 1) * F32
     logits = BATCH * shape.vocabulary * F32
     return MemoryEstimate(
@@ -125,7 +128,7 @@ def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int | None:
 def largest_window(shape: ModelShape, memory: int) -> int:
     """The largest window (a multiple of `WINDOW_STEP`) whose estimate fits in `memory`; 0
     when not even the smallest does."""
-    fixed = estimate(shape, 0).total
+    fixed = estimate(shape, 1).total  # (a window of 0 is the trained one)
     # Every term grows linearly with the window, or not at all: step up from a safe guess.
     per_token = shape.kv_bytes_per_token + BATCH * (shape.heads + 1) * F32
     window = max(0, (memory - fixed) // per_token // WINDOW_STEP * WINDOW_STEP)
