@@ -95,6 +95,13 @@ def prompt_eval_ms(log: str) -> float | None:
     return float(found[-1]) if found else None
 
 
+def repacked_weights(log: str) -> float:
+    """Bytes of weights llama.cpp copied into its CPU kernels' layout (its log says how many):
+    a second copy beside the mapped file, which the estimate does not count."""
+    found = re.search(r"CPU_REPACK model buffer size\s*=\s*([\d.]+) MiB", log)
+    return float(found[1]) * 2**20 if found else 0.0
+
+
 def measure(server: LocalServer, messages: list[dict[str, str]]) -> dict[str, float]:
     assert server._process is not None
     pid = server._process.pid
@@ -115,6 +122,7 @@ def measure(server: LocalServer, messages: list[dict[str, str]]) -> dict[str, fl
         "prompt_s": (prompt_eval_ms(server.log_path.read_text()) or wall * 1000) / 1000,
         "wall_s": wall,
         "cpu_s": cpu,
+        "repacked": repacked_weights(server.log_path.read_text()),
     }
 
 
@@ -163,7 +171,11 @@ def main() -> None:
     )
     after = figures.get("after")
     if after:
-        print(f"estimate / peak RSS: {expected.total / after['VmHWM']:.2f}")
+        print(
+            f"estimate / peak RSS: {expected.total / after['VmHWM']:.2f}; without the "
+            f"{gigabytes(after['repacked'])} of weights llama.cpp repacked: "
+            f"{expected.total / (after['VmHWM'] - after['repacked']):.2f}"
+        )
     if len(figures) == 2:
         before = figures["before"]
         print(
