@@ -1,11 +1,12 @@
 """How much memory llama.cpp's server needs for a model at a window, and whether it fits here.
 
 The estimate is read off the GGUF file, not measured: the weights (the file's size), the KV
-cache (one key and one value vector per layer, KV head and token, in f16), the compute buffer
-(the larger of a batch's output logits and a batch's attention scores, which llama.cpp sizes
-for the whole window) and the server process itself. It is what the server holds once it has
-read a prompt that fills the window (`--logits_all false`, as `LocalServer` starts it; the
-server's default would add window x vocabulary floats on top).
+cache (one key and one value vector per layer, KV head and token, in f16), the compute buffers
+(a batch's attention over the whole window, twice: see `estimate`) and the server process
+itself. It is what the server holds once it has read a prompt that fills the window
+(`--logits_all false`, as `LocalServer` starts it; the server's default would add window x
+vocabulary floats on top). Not counted: the copy of part of the weights llama.cpp makes on some
+CPUs for its kernels, whose mapped pages in the file the kernel can reclaim.
 
 "Fits" compares it with the memory the kernel says it can give without swapping
 (`MemAvailable` in /proc/meminfo, which counts reclaimable page cache); where that is not known
@@ -22,10 +23,9 @@ from hermes_tools.local.gguf import Array, Metadata, NotGGUFError, read_metadata
 
 # llama-cpp-python's server's batch (n_ubatch), which `LocalServer` leaves as it is.
 BATCH = 512
-# Python, the HTTP server, llama.cpp's code and small buffers: what the server's anonymous
-# memory holds beyond the KV cache, the compute buffer and repacked weights (1.5B model, 16k
-# window, prompt read).
-RUNTIME = 200 * 2**20
+# Python, the HTTP server, llama.cpp's code and small buffers: the server's anonymous memory
+# once loaded, beyond its KV cache and repacked weights (1.5B model, 16k and 32k windows alike).
+RUNTIME = 100 * 2**20
 # Windows are offered in steps of this many tokens.
 WINDOW_STEP = 1024
 F16, F32 = 2, 4
@@ -97,17 +97,19 @@ class MemoryEstimate:
 
 
 def estimate(shape: ModelShape, window: int) -> MemoryEstimate:
-    # Without flash attention, a batch's attention scores (and their mask) are a float per
-    # head, window position and batch token; the output layer writes a batch's logits in the
-    # same buffer, reused.
     window = window or shape.trained_window
-    attention = window * BATCH * (shape.heads + 1) * F32
-    logits = BATCH * shape.vocabulary * F32
+    # llama.cpp's compute buffer, sized for the whole window: without flash attention, a
+    # batch's attention scores (and their mask) are a float per head, window position and
+    # batch token; the output layer writes a batch's logits in the same buffer, reused.
+    scores = max(window * BATCH * (shape.heads + 1) * F32, BATCH * shape.vocabulary * F32)
+    # The CPU backend's work buffer: the scores converted to f16 to be multiplied by the
+    # values, which it keeps between batches (it grows with the prompt up to the window).
+    scores_f16 = window * BATCH * shape.heads * F16
     return MemoryEstimate(
         window=window,
         weights=shape.file_size,
         kv_cache=shape.kv_bytes_per_token * window,
-        compute=max(attention, logits),
+        compute=scores + scores_f16,
         runtime=RUNTIME,
     )
 
@@ -128,13 +130,15 @@ def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int | None:
 def largest_window(shape: ModelShape, memory: int) -> int:
     """The largest window (a multiple of `WINDOW_STEP`) whose estimate fits in `memory`; 0
     when not even the smallest does."""
-    fixed = estimate(shape, 1).total  # (a window of 0 is the trained one)
-    # Every term grows linearly with the window, or not at all: step up from a safe guess.
-    per_token = shape.kv_bytes_per_token + BATCH * (shape.heads + 1) * F32
-    window = max(0, (memory - fixed) // per_token // WINDOW_STEP * WINDOW_STEP)
-    while estimate(shape, window + WINDOW_STEP).total <= memory:
-        window += WINDOW_STEP
-    return window
+    # The estimate grows with the window: bisect the steps, up to 16M tokens (past any model).
+    fits, too_large = 0, (1 << 24) // WINDOW_STEP + 1
+    while too_large - fits > 1:
+        middle = (fits + too_large) // 2
+        if estimate(shape, middle * WINDOW_STEP).total <= memory:
+            fits = middle
+        else:
+            too_large = middle
+    return fits * WINDOW_STEP
 
 
 def gigabytes(size: int) -> str:
