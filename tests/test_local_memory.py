@@ -7,6 +7,7 @@ Qwen2.5-Coder-1.5B, the default local model, and one whose head counts vary by l
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import struct
 import sys
 from pathlib import Path
@@ -17,9 +18,17 @@ from hermes_tools.cli import main
 from hermes_tools.local import LocalModelError, LocalServer, start_local_model
 from hermes_tools.local import server as server_module
 from hermes_tools.local.gguf import NotGGUFError, read_metadata
-from hermes_tools.local.memory import ModelShape, available_memory, check_window, estimate
+from hermes_tools.local.memory import (
+    ModelShape,
+    available_memory,
+    check_window,
+    describe,
+    estimate,
+)
 
 GB = 10**9
+ROOT = Path(__file__).resolve().parents[1]
+QWEN_15B_FILE_SIZE = 1_117_320_768
 QWEN_15B = {
     "general.architecture": "qwen2",
     "qwen2.block_count": 28,
@@ -63,7 +72,7 @@ def write_gguf(path: Path, metadata: dict[str, object], weights: int = 0) -> Pat
 
 @pytest.fixture
 def qwen(tmp_path: Path) -> Path:
-    return write_gguf(tmp_path / "qwen.gguf", QWEN_15B, weights=1_117_320_768 // 1000)
+    return write_gguf(tmp_path / "qwen.gguf", QWEN_15B, weights=QWEN_15B_FILE_SIZE // 1000)
 
 
 def test_the_local_server_does_not_keep_every_positions_logits(tmp_path: Path) -> None:
@@ -195,3 +204,12 @@ def test_a_file_whose_shape_cannot_be_read_is_left_to_the_server(
     bogus.write_bytes(b"not a model")
     start_local_model(gguf=bogus, context=10**7, progress=None, starting=sys.stdout)
     assert [server.gguf for server in no_server] == [bogus]
+
+
+def test_the_docs_show_what_local_serve_says_for_the_default_model(qwen: Path) -> None:
+    shape = dataclasses.replace(ModelShape.of(qwen), file_size=QWEN_15B_FILE_SIZE)
+    page = (ROOT / "docs" / "real-models.md").read_text()
+    assert describe(estimate(shape, 32768), int(20.3 * GB)) in page
+    with pytest.raises(LocalModelError) as refused:
+        check_window(shape, 131072, int(6.2 * GB))
+    assert f"hermes-tools: error: {refused.value}" in page
