@@ -89,6 +89,7 @@ def test_the_local_server_keeps_no_logits_but_the_last(small_model: Path) -> Non
                 "messages": [{"role": "user", "content": "Hi"}],
                 "max_tokens": 2,
                 "logprobs": True,
+                "top_logprobs": 1,  # (without it, llama-cpp-python's server asks for none)
             },
             timeout=120,
         )
