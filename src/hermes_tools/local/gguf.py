@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from hermes_tools.errors import LocalModelError
+
 # The fixed-size value types, by type code: their struct format.
 _SCALARS = {
     0: "B",  # uint8
@@ -43,18 +45,14 @@ Value = int | float | bool | str | Array
 Metadata = dict[str, Value]
 
 
-class NotGGUFError(ValueError):
-    """The file is not a GGUF file this reader understands."""
-
-
 def read_metadata(path: Path | str) -> Metadata:
-    """The file's metadata by key."""
+    """The file's metadata by key; `LocalModelError` if it is no GGUF file."""
     with open(path, "rb") as file:
         if file.read(4) != b"GGUF":
-            raise NotGGUFError(f"{path} is not a GGUF file")
+            raise LocalModelError(f"{path} is not a GGUF file")
         (version,) = _unpack(file, "I")
         if version < 2:
-            raise NotGGUFError(f"{path} is GGUF version {version}; versions 2 and 3 are read")
+            raise LocalModelError(f"{path} is GGUF version {version}; versions 2 and 3 are read")
         _tensors, count = _unpack(file, "QQ")
         metadata: Metadata = {}
         for _ in range(count):
@@ -77,7 +75,7 @@ def _value(file: BinaryIO, kind: int) -> Value:
         for _ in range(length):  # strings (or arrays: valid, though no model has them)
             _skip(file, item_kind)
         return Array(length, ())
-    raise NotGGUFError(f"unknown GGUF value type {kind}")
+    raise LocalModelError(f"unknown GGUF value type {kind}")
 
 
 def _skip(file: BinaryIO, kind: int) -> None:
@@ -91,7 +89,7 @@ def _skip(file: BinaryIO, kind: int) -> None:
 def _string(file: BinaryIO) -> str:
     (size,) = _unpack(file, "Q")
     if size > _MAX_STRING:
-        raise NotGGUFError(f"a GGUF string of {size} bytes: not a GGUF file")
+        raise LocalModelError(f"a GGUF string of {size} bytes: not a GGUF file")
     return file.read(size).decode("utf-8", errors="replace")
 
 
@@ -100,5 +98,5 @@ def _unpack(file: BinaryIO, fmt: str) -> tuple[int, ...]:
     layout = struct.Struct("<" + fmt)
     data = file.read(layout.size)
     if len(data) != layout.size:
-        raise NotGGUFError("the GGUF header ends early")
+        raise LocalModelError("the GGUF header ends early")
     return layout.unpack(data)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_tools.errors import LocalModelError
-from hermes_tools.local.gguf import Array, Metadata, NotGGUFError, read_metadata
+from hermes_tools.local.gguf import Array, Metadata, read_metadata
 
 # llama-cpp-python's server's batch (n_ubatch), which `LocalServer` leaves as it is.
 BATCH = 512
@@ -47,7 +47,7 @@ class ModelShape:
         try:
             metadata = read_metadata(gguf)
             return cls._from(metadata, Path(gguf).stat().st_size)
-        except (OSError, NotGGUFError, KeyError, TypeError, ValueError) as exc:
+        except (OSError, LocalModelError, KeyError, TypeError, ValueError) as exc:
             raise LocalModelError(f"Cannot read the model's shape from {gguf}: {exc}") from exc
 
     @classmethod
