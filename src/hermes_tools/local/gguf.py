@@ -31,8 +31,9 @@ _SCALARS = {
     12: "d",  # float64
 }
 _STRING, _ARRAY = 8, 9
-# A header bigger than this is not one (the largest vocabularies take a few tens of MB).
-_MAX_STRING = 1 << 26
+# A longer string or array is no model's metadata (the longest: a vocabulary of a few hundred
+# thousand tokens, a chat template of a few kB): the file is something else.
+_MAX_LENGTH = 1 << 26
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,8 @@ def _value(file: BinaryIO, kind: int) -> Value:
         return _string(file)
     if kind == _ARRAY:
         item_kind, length = _unpack(file, "IQ")
+        if length > _MAX_LENGTH:
+            raise LocalModelError(f"a GGUF array of {length} items: not a GGUF file")
         if item_kind in _SCALARS:
             return Array(length, _unpack(file, f"{length}{_SCALARS[item_kind]}"))
         for _ in range(length):  # strings (or arrays: valid, though no model has them)
@@ -88,7 +91,7 @@ def _skip(file: BinaryIO, kind: int) -> None:
 
 def _string(file: BinaryIO) -> str:
     (size,) = _unpack(file, "Q")
-    if size > _MAX_STRING:
+    if size > _MAX_LENGTH:
         raise LocalModelError(f"a GGUF string of {size} bytes: not a GGUF file")
     return file.read(size).decode("utf-8", errors="replace")
 
