@@ -167,7 +167,7 @@ def rescored(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for variant in report["variants"].values():
             outcomes = [Outcome(**saved) for saved in variant["outcomes"]]
             cases = [by_id[outcome.case] for outcome in outcomes]
-            measured = {k: v for k, v in variant["metrics"].items() if k == "decode_ms"}
+            measured = {k: v for k, v in variant.get("metrics", {}).items() if k == "decode_ms"}
             variant["metrics"] = {**metrics(cases, outcomes), **measured}
     return reports
 
@@ -347,7 +347,7 @@ def _print_comparison(first_path: Path, second_path: Path) -> int:
         for name in first["variants"]:
             print(f"\n| {name} | {first_path.name} | {second_path.name} |\n| --- | ---: | ---: |")
             for key, label in ROWS:
-                cells = [_cell(r["variants"][name]["metrics"][key]) for r in (first, second)]
+                cells = [_cell(r["variants"][name]["metrics"].get(key)) for r in (first, second)]
                 print(f"| {label} | {cells[0]} | {cells[1]} |")
     return 0
 

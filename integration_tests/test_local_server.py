@@ -79,6 +79,26 @@ def test_a_local_model_serves_the_openai_api_until_stopped(small_model: Path) ->
 
 @needs_server
 @real_model_only
+def test_the_local_server_keeps_no_logits_but_the_last(small_model: Path) -> None:
+    """Started with --logits_all false, the server's memory does not grow with the prompt; the
+    one thing given up is log probabilities, which it refuses, saying why."""
+    with start_local_model(SMALL, progress=None) as server:
+        reply = httpx.post(
+            f"{server.base_url}/chat/completions",
+            json={
+                "messages": [{"role": "user", "content": "Hi"}],
+                "max_tokens": 2,
+                "logprobs": True,
+                "top_logprobs": 1,  # (without it, llama-cpp-python's server asks for none)
+            },
+            timeout=120,
+        )
+    assert reply.status_code == 500
+    assert "logits_all=False" in reply.text
+
+
+@needs_server
+@real_model_only
 def test_the_serve_command_runs_until_interrupted(small_model: Path) -> None:
     port = free_port()
     command = [sys.executable, "-m", "hermes_tools.cli", "local", "serve", SMALL]
@@ -91,9 +111,11 @@ def test_the_serve_command_runs_until_interrupted(small_model: Path) -> None:
     ) as process:
         try:
             assert process.stdout is not None
-            lines = [process.stdout.readline() for _ in range(3)]
-            assert f"serving {SMALL} at http://127.0.0.1:{port}/v1" in lines[1]
-            assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1 HERMES_MODEL={SMALL}" in lines[2]
+            lines = [process.stdout.readline() for _ in range(4)]
+            assert lines[0].startswith("window 8,192 tokens: about ")
+            assert "available: " in lines[0]
+            assert f"serving {SMALL} at http://127.0.0.1:{port}/v1" in lines[2]
+            assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1 HERMES_MODEL={SMALL}" in lines[3]
             assert httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=30).status_code == 200
             process.send_signal(signal.SIGINT)
             assert process.wait(timeout=60) == 0

@@ -37,9 +37,10 @@ SERVER_PARITY: dict[str, Any] = {
     # ChatLlamaCpp: 8 tokens a batch; the server: 512. The batch size changes how the prompt's
     # matrix products are cut, hence the logits' last bits (and prompt reading is far slower).
     "n_batch": 512,
-    # The server computes the logits of every prompt token (its default); the output layer
-    # then runs on every row, as there.
-    "logits_all": True,
+    # LocalServer starts the server with --logits_all false: the logits of the last prompt
+    # token only (the output layer runs on one row of each batch, as here). Nothing in the
+    # evaluation reads more: sampling reads the last row, and no request asks for logprobs.
+    "logits_all": False,
     # Sampling: ChatLlamaCpp sends top_p, top_k, repeat_penalty (and the request's temperature
     # and max_tokens); the server sends its own defaults, which are the same values; min_p,
     # typical_p, tfs_z, presence/frequency penalties and mirostat are Llama's defaults in both

@@ -95,6 +95,11 @@ class LocalServer:
             str(self.threads),
             "--interrupt_requests",
             "false",
+            # The server's default keeps the logits of every prompt position (window x
+            # vocabulary floats: 10 GB for Qwen2.5 at a 16k window), which only logprobs read;
+            # without them its memory stays the weights, the KV cache and the compute buffers.
+            "--logits_all",
+            "false",
         ]
 
     def start(self, timeout: float = 300.0) -> LocalServer:
