@@ -29,6 +29,7 @@ SPACE = st.sampled_from(["", " ", "\n", "\t\r\n "])
 @pytest.fixture(autouse=True)
 def every_body_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wire, "WHOLE_BELOW", 0)
+    monkeypatch.setattr(wire, "STRING_SLICE", 3)
 
 
 def strict_loads(raw: bytes) -> Any:
@@ -100,7 +101,7 @@ def test_a_value_written_in_pieces_is_byte_for_byte_the_whole(value: Any) -> Non
 
 
 def test_a_lone_surrogate_is_written_escaped_whole_or_in_pieces() -> None:
-    value = {"messages": [{"content": "caf\u00e9 \ud800"}]}
+    value = {"messages": [{"content": 'caf\u00e9 \ud800 \n\\" ' * 3}]}
     for written in (wire.encode(value), wire.encode_in_pieces(value)):
         assert b"\\ud800" in written
         assert json.loads(written) == value

@@ -12,7 +12,6 @@ setting (`[limits]` in the config file, `--limit NAME=VALUE` on the command line
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -99,9 +98,16 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(pieces)
 
 
-# A surrogate spelled as a JSON escape, or in the bytes (json.loads decodes UTF-8 with
-# "surrogatepass"). Most bodies have neither, and are not searched character by character.
-_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+# How a surrogate can be written: as a JSON escape (\ud800 to \udfff), or in the bytes
+# (json.loads decodes UTF-8 with "surrogatepass"; a surrogate's UTF-8 starts 0xED 0xA0-0xBF).
+# Most bodies hold none of these starts, and are then not searched string by string. Found with
+# bytes.find, not a regular expression: a search of 30 MB by `re` holds the interpreter for
+# a tenth of a second.
+_SURROGATE_STARTS = (b"\\ud", b"\\uD", b"\xed")
+
+
+def _may_hold_surrogates(raw: bytes) -> bool:
+    return any(start in raw for start in _SURROGATE_STARTS)
 
 
 def check_body(body: dict[str, Any], raw: bytes, limits: Limits) -> None:
@@ -115,7 +121,7 @@ def check_body(body: dict[str, Any], raw: bytes, limits: Limits) -> None:
             path,
             "too_deeply_nested",
         )
-    if _MAYBE_SURROGATE.search(raw):
+    if _may_hold_surrogates(raw):
         for where, text in _strings(body, ""):
             if not _encodable(text):
                 raise RequestRejected(

@@ -22,6 +22,8 @@ COMPACT = (",", ":")
 SPACED = (", ", ": ")  # as Anthropic's API writes its events
 # Bodies up to this size are read in one call: the pieces would cost more than they spare.
 WHOLE_BELOW = 1024 * 1024
+# Characters of a long string written in one call.
+STRING_SLICE = 1024 * 1024
 
 
 def encode(value: Any, separators: tuple[str, str] = COMPACT) -> bytes:
@@ -33,8 +35,13 @@ def encode(value: Any, separators: tuple[str, str] = COMPACT) -> bytes:
 
 
 def encode_in_pieces(value: Any) -> bytes:
-    """`encode(value)`, byte for byte, with each item of a list (a conversation's messages, a
-    request's tools) encoded on its own."""
+    """`encode(value)` with each item of a list (a conversation's messages, a request's tools)
+    encoded on its own, and a long string a slice at a time (JSON escapes each character on
+    its own, so the slices' texts join into the whole's). Byte for byte the same, unless a lone
+    surrogate makes a piece escape its non-ASCII characters where the whole would escape all."""
+    if isinstance(value, str) and len(value) > STRING_SLICE:
+        slices = (value[i : i + STRING_SLICE] for i in range(0, len(value), STRING_SLICE))
+        return b'"' + b"".join(encode(piece)[1:-1] for piece in slices) + b'"'
     if isinstance(value, list):
         return b"[" + b",".join(map(encode_in_pieces, value)) + b"]"
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
