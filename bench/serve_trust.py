@@ -13,7 +13,8 @@ that its work is not counted against the proxy).
    the proxy runs with `--limit tools=20000`); 30 MB of images (six base64 screenshots in one
    conversation); a 30 MB conversation of 9,000 messages; and a 30 MB message of text (one
    string: more than any model's window, the worst case for the reader). Prints p50, p99 and
-   the longest wait of each phase, and how many heavy requests were answered.
+   the longest wait of each phase, and how many heavy requests were answered. The one-worker
+   figures are the point: with `--workers N`, a heavy request holds only its own worker.
 2. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API
    requests of `--mb` MB each (kept for `previous_response_id`, as by default), against
    2 x idle + the store's byte bound (`stored_responses_bytes`).
@@ -193,15 +194,23 @@ def responses_request(megabytes: int, number: int) -> bytes:
 # -- the prober -------------------------------------------------------------------------------
 
 
+SMALL_CHAT = json.loads(tools_request(0, count=3))
+
+
 def prober(url: str, seconds: float, pipe: Connection) -> None:
-    waits: list[float] = []
+    """`/health`, and a small chat request with three tools, one after the other."""
+    waits: dict[str, list[float]] = {"health": [], "chat": []}
     with httpx.Client(timeout=120) as client:
         client.get(url + "/health")
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             started = time.perf_counter()
             client.get(url + "/health")
-            waits.append((time.perf_counter() - started) * 1000)
+            waits["health"].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            answer = client.post(url + "/v1/chat/completions", json=SMALL_CHAT)
+            waits["chat"].append((time.perf_counter() - started) * 1000)
+            assert answer.status_code == 200, answer.text[:300]
             time.sleep(0.005)
     pipe.send(waits)
 
@@ -216,7 +225,7 @@ def probe(url: str, seconds: float) -> tuple[multiprocessing.Process, Connection
 def summary(waits: list[float]) -> str:
     ordered = sorted(waits)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return f"{len(waits):6d} {statistics.median(ordered):8.1f} {p99:8.1f} {ordered[-1]:8.1f}"
+    return f"{len(waits):6d} {statistics.median(ordered):6.1f} {p99:6.1f} {ordered[-1]:6.1f}"
 
 
 async def keep_in_flight(url: str, lanes: dict[str, object], seconds: float) -> dict[str, int]:
@@ -254,10 +263,17 @@ def stalls(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> N
     }
     phases: list[tuple[str, dict[str, object]]] = [("idle", {})]
     phases += [(f"{name}, kept in flight", {name: make}) for name, make in lanes.items()]
+    pair = {name: lanes[name] for name in ("10,000 tools", "30 MB of images")}
+    phases.append(("10,000 tools and 30 MB of images", pair))
     phases.append(("all four kept in flight", lanes))
     proxy, url = start_proxy(upstream_url, work, "--limit", "tools=20000")
-    lines.append("/health answered one request after another, milliseconds:")
-    lines.append(f"{'phase':44} {'answers':>6} {'p50':>8} {'p99':>8} {'max':>8}  heavy answered")
+    lines.append(
+        "/health and a small chat request (3 tools), asked one after another, milliseconds:"
+    )
+    lines.append(
+        f"{'phase':36} {'asked':>6} {'p50':>6} {'p99':>6} {'max':>6}  "
+        f"{'chat p50':>8} {'p99':>6} {'max':>6}  heavy answered"
+    )
     try:
         for phase, in_flight in phases:
             process, results = probe(url, seconds)
@@ -265,7 +281,8 @@ def stalls(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> N
             waits = results.recv()
             process.join()
             heavy = ", ".join(f"{count}" for count in answered.values())
-            lines.append(f"{phase:44} {summary(waits)}  {heavy}")
+            chat = summary(waits["chat"]).split(maxsplit=1)[1]
+            lines.append(f"{phase:36} {summary(waits['health'])}  {chat}  {heavy}")
     finally:
         proxy.terminate()
         proxy.wait(15)

@@ -30,6 +30,7 @@ repairs, latency; never keys, prompts or replies.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -60,6 +61,10 @@ def create_app(settings: ServeSettings) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state["upstream"] = Upstream(settings)
         freeze_startup()
+        # A thread computing for a large request hands the interpreter to the event loop
+        # every millisecond rather than Python's default five: a small request waits for it
+        # at each step of its way through the loop.
+        sys.setswitchinterval(0.001)
         try:
             yield
         finally:

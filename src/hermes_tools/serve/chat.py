@@ -36,7 +36,9 @@ class ChatCompletions(Handler):
         if prepared is None:
             return
         chat, session = prepared
-        transport = self.upstream().chat(self.upstream_headers(request), request.url.query)
+        transport = self.upstream().chat(
+            self.upstream_headers(request), request.url.query, exchange.request_bytes
+        )
 
         async def work() -> None:
             if exchange.stream:

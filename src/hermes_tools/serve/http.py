@@ -151,7 +151,9 @@ class Handler:
         try:
             raw = await read_body(request, self.settings.limits.body_bytes)
             responder.exchange.request_bytes = len(raw)
-            return await anyio.to_thread.run_sync(self._prepare, raw, prepare)
+            return await anyio.to_thread.run_sync(
+                self._prepare, raw, prepare, limiter=self.upstream().computing(len(raw))
+            )
         except RequestRejected as rejected:
             # A 5xx is the proxy's trouble (its response store is down), not the request's.
             kind = "invalid_request_error" if rejected.status < 500 else "server_error"

@@ -769,7 +769,9 @@ class Messages(_MessagesHandler):
         exchange.stream = body.get("stream") is True
         exchange.tools = len(body.get("tools") or [])
         # Not the query: Anthropic's (`?beta=true`) means nothing upstream.
-        transport = self.upstream().chat(self._headers(request))
+        transport = self.upstream().chat(
+            self._headers(request), request_bytes=exchange.request_bytes
+        )
         model = body["model"]
 
         async def work() -> None:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio
 import anyio.from_thread
 import anyio.to_thread
 from starlette.requests import Request
@@ -86,13 +87,18 @@ def report_store_down(response_id: str, failure: ResponseStoreUnavailable) -> st
     )
 
 
-async def keep(store: ResponseStore, response: dict[str, Any], items: list[Item]) -> None:
+async def keep(
+    store: ResponseStore,
+    response: dict[str, Any],
+    items: list[Item],
+    computing: anyio.CapacityLimiter,
+) -> None:
     """Keep a response and its conversation (the items it followed, then its output). A store
     that fails does not fail the answer it was made for: that is logged, and a request that
     names the response later is told it was not found."""
     try:
         conversation = await anyio.to_thread.run_sync(
-            encode_in_pieces, [*items, *response["output"]]
+            encode_in_pieces, [*items, *response["output"]], limiter=computing
         )
         await store.put(response["id"], conversation, encode(response))
     except Exception as exc:
@@ -158,7 +164,9 @@ class Responses(Handler):
         if prepared is None:
             return
         body, read, session = prepared
-        transport = self.upstream().chat(self.upstream_headers(request), request.url.query)
+        transport = self.upstream().chat(
+            self.upstream_headers(request), request.url.query, exchange.request_bytes
+        )
         kept = body.get("store") is not False
         assert isinstance(responder, ResponsesResponder)
 
@@ -183,6 +191,9 @@ class Responses(Handler):
         exchange.stream = read.stream
         exchange.tools = len(read.chat.get("tools") or [])
         return body, read, self.upstream().session(read.chat, model)
+
+    def _computing(self, responder: Responder) -> anyio.CapacityLimiter:
+        return self.upstream().computing(responder.exchange.request_bytes)
 
     def _previous(self, body: Mapping[str, Any]) -> list[Item] | None:
         """The conversation `previous_response_id` names, from the store (on the event loop:
@@ -226,7 +237,7 @@ class Responses(Handler):
         exchange.count(completion, "message")
         response = response_object(read, completion, new_id("resp"), created)
         if kept:
-            await keep(self.store, response, read.items)
+            await keep(self.store, response, read.items, self._computing(responder))
         await responder.whole(200, encode(response), exchange.upstream_headers)
 
     async def _stream(
@@ -266,5 +277,5 @@ class Responses(Handler):
                 await responder.finish(b"".join(map(sse, failed)))
                 return
         if kept:
-            await keep(self.store, events.response, read.items)
+            await keep(self.store, events.response, read.items, self._computing(responder))
         await responder.finish(b"".join(map(sse, ending)))

@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import httpx
 
@@ -28,6 +29,9 @@ from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEv
 from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.wire import encode_in_pieces
+
+# A request body at least this large is a large request (see `Upstream.computing`).
+LARGE_REQUEST_BYTES = 256 * 1024
 
 FAILURES: tuple[type[BaseException], ...] = (
     httpx.HTTPError,
@@ -42,13 +46,24 @@ class UpstreamChat:
 
     failures = FAILURES
 
-    def __init__(self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        headers: Mapping[str, str],
+        computing: anyio.CapacityLimiter,
+    ) -> None:
         self._http = http
         self._url = url
         self._headers = wire_headers({**headers, "content-type": "application/json"})
+        self._computing = computing
+
+    async def _encoded(self, request: dict[str, Any]) -> bytes:
+        """The request as JSON, written in a worker thread (a conversation can be megabytes)."""
+        return await anyio.to_thread.run_sync(encode_in_pieces, request, limiter=self._computing)
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
-        content = await _encoded(request)
+        content = await self._encoded(request)
         response = await self._http.post(self._url, content=content, headers=self._headers)
         if response.status_code >= 400:
             raise UpstreamError(response.status_code, response.content, response.headers)
@@ -59,7 +74,7 @@ class UpstreamChat:
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         outgoing = self._http.build_request(
-            "POST", self._url, content=await _encoded(request), headers=self._headers
+            "POST", self._url, content=await self._encoded(request), headers=self._headers
         )
         response = await self._http.send(outgoing, stream=True)
         try:
@@ -93,11 +108,6 @@ class UpstreamChat:
                 )
         finally:
             await response.aclose()
-
-
-async def _encoded(request: dict[str, Any]) -> bytes:
-    """The request as JSON, written in a worker thread (a conversation can be megabytes)."""
-    return await anyio.to_thread.run_sync(encode_in_pieces, request)
 
 
 def wire_headers(headers: Mapping[str, str]) -> dict[bytes, bytes]:
@@ -169,13 +179,25 @@ class Upstream:
             },
         )
         self.http = httpx.AsyncClient(timeout=settings.timeout, follow_redirects=False)
+        # Reading, checking, rendering and writing requests run in worker threads; those of
+        # large requests one at a time: the interpreter runs one thread at a time anyway, and
+        # the fewer threads there are to wait for it, the sooner the event loop has it back.
+        # Small requests do not queue behind them.
+        self._large = anyio.CapacityLimiter(1)
+        self._small = anyio.CapacityLimiter(40)
 
-    def chat(self, headers: Mapping[str, str], query: str = "") -> UpstreamChat:
+    def computing(self, request_bytes: int) -> anyio.CapacityLimiter:
+        """The worker threads for the work of a request of that size."""
+        return self._large if request_bytes >= LARGE_REQUEST_BYTES else self._small
+
+    def chat(
+        self, headers: Mapping[str, str], query: str = "", request_bytes: int = 0
+    ) -> UpstreamChat:
         """Chat completions at the upstream for one request: these headers, this query."""
         url = self.url_for("/v1/chat/completions")
         if query:
             url += "?" + query
-        return UpstreamChat(self.chat_http, url, headers)
+        return UpstreamChat(self.chat_http, url, headers, self.computing(request_bytes))
 
     def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
         """The reply policy for a chat request, as `wrap()` makes it (with the options of the
