@@ -51,7 +51,7 @@ class UpstreamChat:
         http: httpx.AsyncClient,
         url: str,
         headers: Mapping[str, str],
-        computing: anyio.CapacityLimiter,
+        computing: anyio.CapacityLimiter | None = None,
     ) -> None:
         self._http = http
         self._url = url
@@ -59,7 +59,10 @@ class UpstreamChat:
         self._computing = computing
 
     async def _encoded(self, request: dict[str, Any]) -> bytes:
-        """The request as JSON, written in a worker thread (a conversation can be megabytes)."""
+        """The request as JSON: for a large request written in a worker thread (a conversation
+        can be megabytes); a small one is quicker written than handed to a thread."""
+        if self._computing is None:
+            return encode_in_pieces(request)
         return await anyio.to_thread.run_sync(encode_in_pieces, request, limiter=self._computing)
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -197,7 +200,8 @@ class Upstream:
         url = self.url_for("/v1/chat/completions")
         if query:
             url += "?" + query
-        return UpstreamChat(self.chat_http, url, headers, self.computing(request_bytes))
+        large = request_bytes >= LARGE_REQUEST_BYTES
+        return UpstreamChat(self.chat_http, url, headers, self._large if large else None)
 
     def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
         """The reply policy for a chat request, as `wrap()` makes it (with the options of the
