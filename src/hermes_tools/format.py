@@ -8,7 +8,7 @@ always agree.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import InitVar, dataclass, field, fields
 from typing import Any, Literal
 
@@ -17,6 +17,13 @@ from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._parse.tags import check_tag_name
 from hermes_tools._render.conversation import RenderOptions, render_conversation
 from hermes_tools._render.prompt import SYNTAXES, Syntax, ToolChoice, system_prompt, tool_choice
+from hermes_tools._tools.selection import (
+    ToolView,
+    called_tools,
+    last_user_text,
+    select_tools,
+    view_everything,
+)
 from hermes_tools._tools.toolbox import Toolbox
 from hermes_tools._tools.trust import QuotedCalls
 from hermes_tools.errors import FormatOptionError
@@ -103,12 +110,35 @@ class HermesFormat:
         tools: Iterable[object] | Toolbox,
         tool_choice: object = None,
         parallel_tool_calls: bool | None = None,
+        *,
+        messages: Sequence[object] = (),
+        tool_budget: int | None = None,
+        pinned_tools: Iterable[str] = (),
     ) -> str:
-        """The tools prompt that is added to the system message ("" when no tools apply)."""
+        """The tools prompt that is added to the system message ("" when no tools apply).
+        With a `tool_budget` (tokens), see `tool_view`."""
         toolbox = Toolbox(tools)
-        return self._system_prompt(
-            toolbox, self.tool_choice(toolbox, tool_choice), parallel_tool_calls
-        )
+        choice = self.tool_choice(toolbox, tool_choice)
+        view = self._view(toolbox, choice, messages, tool_budget, pinned_tools)
+        return self._system_prompt(view, choice, parallel_tool_calls)
+
+    def tool_view(
+        self,
+        messages: Sequence[object],
+        tools: Iterable[object] | Toolbox,
+        tool_choice: object = None,
+        *,
+        tool_budget: int | None = None,
+        pinned_tools: Iterable[str] = (),
+    ) -> ToolView:
+        """What the model is shown of the tools for this conversation: all of them as given
+        (no `tool_budget`, or they fit it), or within `tool_budget` tokens the likely ones in
+        full and the rest as one-line catalogue entries (see `_tools.selection`). The tool
+        `tool_choice` names, the tools the conversation has called and `pinned_tools` are
+        always in full."""
+        toolbox = Toolbox(tools)
+        choice = self.tool_choice(toolbox, tool_choice)
+        return self._view(toolbox, choice, messages, tool_budget, pinned_tools)
 
     def render_messages(
         self,
@@ -116,10 +146,26 @@ class HermesFormat:
         tools: Iterable[object] | Toolbox | None = None,
         tool_choice: object = None,
         parallel_tool_calls: bool | None = None,
+        *,
+        tool_budget: int | None = None,
+        pinned_tools: Iterable[str] = (),
     ) -> list[dict[str, Any]]:
-        """The conversation as plain chat: no `tool_calls`, tools in the system prompt."""
+        """The conversation as plain chat: no `tool_calls`, tools in the system prompt (within
+        `tool_budget` tokens: see `tool_view`)."""
+        messages = list(messages)
         toolbox = Toolbox(tools)
         choice = self.tool_choice(toolbox, tool_choice)
+        view = self._view(toolbox, choice, messages, tool_budget, pinned_tools)
+        return self.render_with(messages, view, choice, parallel_tool_calls)
+
+    def render_with(
+        self,
+        messages: Iterable[object],
+        view: ToolView,
+        choice: ToolChoice,
+        parallel_tool_calls: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """The conversation as plain chat, the tools shown as `view` says."""
         options = RenderOptions(
             syntax=self.syntax,
             call_tag=self.call_tag,
@@ -127,8 +173,27 @@ class HermesFormat:
             tool_result_role=self.tool_result_role,
             system_prompt_in_user=self.system_prompt_in_user,
         )
-        prompt = self._system_prompt(toolbox, choice, parallel_tool_calls)
+        prompt = self._system_prompt(view, choice, parallel_tool_calls)
         return render_conversation(messages, prompt, options)
+
+    def _view(
+        self,
+        toolbox: Toolbox,
+        choice: ToolChoice,
+        messages: Sequence[object],
+        tool_budget: int | None,
+        pinned_tools: Iterable[str],
+    ) -> ToolView:
+        if tool_budget is None:
+            return view_everything(toolbox.specs)
+        return select_tools(
+            toolbox.specs,
+            tool_budget,
+            query=last_user_text(messages),
+            required=[choice.name] if choice.name else (),
+            called=called_tools(messages),
+            pinned=pinned_tools,
+        )
 
     def constraint(
         self,
@@ -161,10 +226,10 @@ class HermesFormat:
         return tool_choice(value, tools.specs)
 
     def _system_prompt(
-        self, toolbox: Toolbox, choice: ToolChoice, parallel_tool_calls: bool | None
+        self, view: ToolView, choice: ToolChoice, parallel_tool_calls: bool | None
     ) -> str:
         return system_prompt(
-            toolbox.specs,
+            view.shown,
             choice,
             parallel_tool_calls,
             syntax=self.syntax,

@@ -380,6 +380,10 @@ class ChoiceReply:
                         self.attempt.ungrounded.append(ungrounded)
                 else:
                     self.attempt.errors.append(event.call.error)
+                    name = event.call.name
+                    if name is not None and self._policy.toolbox.is_bound(name):
+                        tool = self._policy.toolbox.canonical_name(name)
+                        self.attempt.invalid_tools.append(tool)
                     self._transition(Trigger.CALL)
             if self._holding:
                 if not isinstance(event, ToolCallArgsDelta):

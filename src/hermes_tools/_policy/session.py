@@ -26,9 +26,10 @@ here too, so a model that takes none stops where a server would have stopped it.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from hermes_tools._constrain.servers import ServerKind, probe_requests
@@ -50,11 +51,14 @@ from hermes_tools._policy.stops import StopCutter
 from hermes_tools._render import sentences
 from hermes_tools._render.conversation import RESULT_HEAD
 from hermes_tools._tools.grounding import Grounding, without_examples
+from hermes_tools._tools.selection import view_everything
 from hermes_tools._tools.toolbox import Toolbox
 from hermes_tools._tools.trust import QuotedCalls, conversation_texts
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
+
+log = logging.getLogger("hermes_tools")
 
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
 
@@ -78,6 +82,8 @@ class ReplySession:
         aggregate: bool = True,
         native_first: NativeFirst | None = None,
         constrain: Constrain | None = None,
+        tool_budget: int | None = None,
+        pinned_tools: Sequence[str] = (),
     ) -> None:
         self._toolbox = Toolbox(request.get("tools"))
         self._fmt = fmt
@@ -120,13 +126,16 @@ class ReplySession:
             messages = with_instructions(messages, sentences.json_answer_instructions(schema))
         self._chat = messages
         self._parallel = parallel
+        self._tool_budget = tool_budget
+        self._pinned = list(pinned_tools)
+        self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
+        self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
+        self._view = view_everything(self._toolbox.specs)
         self._messages = (
-            fmt.render_messages(messages, self._toolbox, self._choice, parallel)
+            self._rendered()
             if self._parse_calls
             else list(messages)  # a plain chat: only the reply is read (reasoning, end tokens)
         )
-        self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
-        self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
         self._retry_turns: list[dict[str, Any]] = []
         self._repairs: list[dict[str, str]] = []
         n = request.get("n")
@@ -407,6 +416,7 @@ class ReplySession:
                 return self._next_attempt(None)
             self._repairs_left -= 1
             self._unsaid_asked_about = None
+            self._show_in_full(findings.invalid_tools)
             if findings.copied:
                 self._hide_examples(findings.copied)
             written = self._written_back("", reply.made_calls())
@@ -424,6 +434,7 @@ class ReplySession:
         else:
             return self._next_attempt(None)
         self._unsaid_asked_about = list(findings.unsaid) if findings.unsaid else None
+        self._show_in_full(findings.invalid_tools)
         attempt = reply.attempt_result()
         self._rejected_text.append(attempt.content.strip())
         return self._retry_with(self._attempt_written_back(attempt), reason, Ask.REPAIR)
@@ -453,10 +464,31 @@ class ReplySession:
         if tools == shown:
             return False
         self._tools_shown = tools
-        self._messages = self._fmt.render_messages(
-            self._chat, Toolbox(tools), self._choice, self._parallel
-        )
+        self._messages = self._rendered()
         return True
+
+    def _show_in_full(self, names: list[str]) -> None:
+        """Show these tools in full from now on (their calls did not fit, and the model saw
+        only their catalogue entries)."""
+        wanted = [name for name in dict.fromkeys(names) if name in self._view.catalogued]
+        if wanted:
+            self._pinned += wanted
+            self._messages = self._rendered()
+
+    def _rendered(self) -> list[dict[str, Any]]:
+        """The conversation as the model sees it: the tools (as given, or with the examples
+        its calls copied taken out) shown within the tool budget."""
+        tools = Toolbox(self._tools_shown) if self._tools_shown else self._toolbox
+        self._view = self._fmt.tool_view(
+            self._chat,
+            tools,
+            self._choice,
+            tool_budget=self._tool_budget,
+            pinned_tools=self._pinned,
+        )
+        if self._view.catalogued or self._view.over_budget:
+            log.debug("%s", self._view.describe())
+        return self._fmt.render_with(self._chat, self._view, self._choice, self._parallel)
 
     def _ask_afresh(self, reason: str) -> bool:
         """Ask the request again as it was (the rendered tools aside): a model shown its own

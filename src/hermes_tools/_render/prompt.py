@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from hermes_tools._tools.selection import tool_line
 from hermes_tools._tools.toolbox import ToolSpec
 from hermes_tools.errors import FormatOptionError
 
@@ -159,23 +160,23 @@ def choice_rule(choice: ToolChoice, parallel_tool_calls: bool | None) -> str:
     return " ".join(rules)
 
 
-def tool_lines(tools: Sequence[ToolSpec]) -> str:
+def tool_lines(functions: Sequence[Mapping[str, Any]]) -> str:
     """The tools in OpenAI's shape, one per line, as a `template` receives them."""
-    return "\n".join(json.dumps(spec.openai_tool(), ensure_ascii=False) for spec in tools)
-
-
-def compact_tool_lines(tools: Sequence[ToolSpec]) -> str:
-    """The default prompt's tool list: each function's name, description and parameters,
-    without OpenAI's wrapper or spaces (about a third fewer tokens, as accurate on the
-    evaluation)."""
     return "\n".join(
-        json.dumps(spec.openai_tool()["function"], ensure_ascii=False, separators=(",", ":"))
-        for spec in tools
+        json.dumps({"type": "function", "function": function}, ensure_ascii=False)
+        for function in functions
     )
 
 
+def compact_tool_lines(functions: Sequence[Mapping[str, Any]]) -> str:
+    """The default prompt's tool list: each function's name, description and parameters,
+    without OpenAI's wrapper or spaces (about a third fewer tokens, as accurate on the
+    evaluation)."""
+    return "\n".join(map(tool_line, functions))
+
+
 def system_prompt(
-    tools: Sequence[ToolSpec],
+    tools: Sequence[Mapping[str, Any]],
     choice: ToolChoice,
     parallel_tool_calls: bool | None,
     *,
@@ -185,11 +186,12 @@ def system_prompt(
     instructions: str | None,
     template: str | None,
 ) -> str:
-    """The tools prompt, or "" when no tools are offered."""
+    """The tools prompt, or "" when no tools are offered. `tools`: the functions as shown (in
+    full, or as catalogue entries: see `_tools.selection`)."""
     if choice.mode == "none" or not tools:
         return ""
     if choice.name is not None:
-        tools = [spec for spec in tools if spec.name == choice.name]
+        tools = [function for function in tools if function.get("name") == choice.name]
     rule = choice_rule(choice, parallel_tool_calls)
     # Tags are filled in before the tool schemas go in, so a description is never rewritten.
     if template is not None:
