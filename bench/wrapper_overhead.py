@@ -61,6 +61,7 @@ from llama_index.core.tools import FunctionTool
 
 from hermes_tools import HermesFormat
 from hermes_tools._policy.drive import stream_reply
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.langchain import with_tool_calling
 from hermes_tools.langchain.convert import ChunkTranslator
@@ -275,7 +276,7 @@ def _request() -> dict[str, Any]:
 
 
 def _session() -> ReplySession:
-    return ReplySession(_request(), HermesFormat(), 1, check_grounding=True, aggregate=False)
+    return ReplySession(_request(), HermesFormat(), ReplyOptions(), aggregate=False)
 
 
 def langchain_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object], Any]]:

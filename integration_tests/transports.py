@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 import hermes_tools
 from hermes_tools._policy.drive import astream_reply, awhole_reply, stream_reply, whole_reply
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.langchain.transport import AsyncChatModelTransport, ChatModelTransport
 from hermes_tools.llama_index.transport import AsyncLLMTransport, LLMTransport
@@ -54,8 +55,9 @@ class PolicyClient:
         return ReplySession(
             request,
             self._format,
-            self._repair_attempts,
-            check_grounding=self._check_grounding,
+            ReplyOptions(
+                repair_attempts=self._repair_attempts, check_grounding=self._check_grounding
+            ),
             aggregate=request.get("stream") is not True,
         )
 

@@ -13,6 +13,7 @@ from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
 from anthropic.types.shared import ErrorResponse
 
 from hermes_tools import HermesFormat
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._policy.stops import StopCutter
 from hermes_tools.errors import RequestRejected, ServeConfigError
@@ -638,7 +639,7 @@ def test_the_session_says_which_of_the_callers_stop_sequences_ended_the_reply() 
     base = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
 
     def ended(body: dict[str, Any], text: str, choice: dict[str, Any] | None = None) -> str | None:
-        session = ReplySession(body, HermesFormat(), 0)
+        session = ReplySession(body, HermesFormat(), ReplyOptions(repair_attempts=0))
         reply = completion({"role": "assistant", "content": text}, "stop")
         reply["choices"][0].update(choice or {})
         session.completion(reply)

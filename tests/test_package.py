@@ -194,14 +194,3 @@ def test_every_exception_of_the_package_lives_in_errors() -> None:
             ):
                 elsewhere.append(f"{path.relative_to(package)}:{node.name}")
     assert elsewhere == []
-
-
-def test_the_models_format_fields_are_the_formats_options() -> None:
-    """The frameworks' models declare the format options as fields (so that their
-    constructors show them); they are exactly HermesFormat's."""
-    from hermes_tools._adapters.settings import ToolCallingSettings
-    from hermes_tools.format import FORMAT_OPTIONS
-
-    policy = {"check_grounding", "repair_attempts", "native_tools"}
-    fields = set(ToolCallingSettings.model_fields) - policy
-    assert fields == {"prompt_template" if o == "template" else o for o in FORMAT_OPTIONS}

@@ -43,7 +43,7 @@ def test_the_first_matching_rule_wins_and_patterns_ignore_case() -> None:
     coder = settings.endpoints[settings.endpoint_for("Qwen3-Coder-30B-A3B")]
     other = settings.endpoints[settings.endpoint_for("gemma-3")]
     assert (r1.format.think_open, r1.format.tool_result_role) == (True, "tool")
-    assert (coder.format.syntax, coder.repair_attempts, coder.format.think_open) == (
+    assert (coder.format.syntax, coder.reply.repair_attempts, coder.format.think_open) == (
         "qwen3_coder",
         0,
         False,
@@ -74,7 +74,10 @@ def test_a_config_file(tmp_path: Path) -> None:
         ("[format]\nthink = true", "Unknown option 'think' in the format options"),
         ('[format]\nsyntax = "xml"', "syntax must be one of 'json', 'qwen3_coder', 'pythonic'"),
         ('[format]\nthink_open = "yes"', "'think_open' in the format options must be a bool"),
-        ("[format]\nrepair_attempts = -1", "repair_attempts in the format options must be 0"),
+        (
+            "[format]\nrepair_attempts = -1",
+            "In the format options: repair_attempts must be a whole number of at least 0",
+        ),
         ("[[models]]\nthink_open = true", "Model rule 1 needs a `match` pattern"),
         (
             '[[models]]\nmatch = "a*"\ncall_tag = "x"\nresponse_tag = "x"',

@@ -16,7 +16,7 @@ import httpx
 from evaluation.cases import Case
 from evaluation.runner import MAX_TOKENS, forget_prefix
 from hermes_tools import HermesFormat
-from hermes_tools._policy.constraint_setting import Constrain
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 
 
@@ -36,10 +36,10 @@ def decode_ms_per_token(
             "stream": True,
         }
         fmt = HermesFormat(**({"syntax": case.syntax} if case.syntax else {}))
-        limit = Constrain(constrain, base_url.rstrip("/") + "/") if constrain != "off" else None
-        session = ReplySession(request, fmt, 0, constrain=limit)
+        options = ReplyOptions(repair_attempts=0, constrain=constrain)
+        session = ReplySession(request, fmt, options, endpoint=base_url.rstrip("/") + "/")
         body = session.request()
-        if limit is not None and not session.constrained:
+        if constrain != "off" and not session.constrained:
             raise RuntimeError(f"{base_url} was not probed, or constrains nothing: see doctor")
         forget_prefix(base_url, model, api_key)
         arrivals = _event_times(base_url, api_key, body)

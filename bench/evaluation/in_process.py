@@ -25,6 +25,7 @@ from openai.types.chat import ChatCompletion
 from evaluation.runner import Recording
 from hermes_tools import HermesFormat
 from hermes_tools._policy.drive import whole_reply
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 
 # ChatLlamaCpp's defaults against llama-cpp-python's server's (llama_cpp/server/settings.py,
@@ -145,8 +146,7 @@ class _PolicyClient:
         if request.get("stream"):
             raise NotImplementedError("the evaluation's requests are not streamed")
         check_grounding = self._format.legacy_check_grounding is not False  # as wrap() decides
-        session = ReplySession(
-            request, self._format, 1, check_grounding=check_grounding, aggregate=True
-        )
+        options = ReplyOptions(repair_attempts=1, check_grounding=check_grounding)
+        session = ReplySession(request, self._format, options, aggregate=True)
         transport = ChatModelTransport(self._model, [], self._stop_taken)
         return ChatCompletion.model_validate(whole_reply(session, transport))

@@ -14,8 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from hermes_tools._policy.constraint_setting import Constrain
-from hermes_tools._policy.native import NativeFirst
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
@@ -46,10 +45,21 @@ class ToolCallingSettings(BaseModel):
     native_tools: Literal["never", "auto"] = "never"
     """"auto": send tools natively first, and write them into the prompt where the model or
     server refuses them (remembered per endpoint and model); "never": always the prompt."""
+    tool_budget: Literal["auto"] | int | None = "auto"
+    """Tokens the tools' text may take: when the tools do not fit, the ones the conversation
+    needs are shown in full and the others as one-line catalogue entries (still callable).
+    "auto": a sixteenth of the context window; None: every tool in full."""
+    context_window: int | None = None
+    """The model's context window in tokens, for tool_budget="auto" (default: as the server
+    says, else 8,192)."""
+    pinned_tools: tuple[str, ...] = ()
+    """Tools always shown in full, whatever the tool budget."""
 
     @model_validator(mode="after")
     def _check_format(self) -> ToolCallingSettings:
-        HermesFormat.from_settings(self)  # bad format options fail at construction
+        # Bad options fail at construction, with the fix in the message.
+        HermesFormat.from_settings(self)
+        ReplyOptions.from_settings(self)
         return self
 
     def _format_options(self) -> dict[str, Any]:
@@ -61,16 +71,10 @@ class ToolCallingSettings(BaseModel):
         return ReplySession(
             request,
             HermesFormat.from_settings(self),
-            self.repair_attempts,
-            check_grounding=self.check_grounding,
+            ReplyOptions.from_settings(self),
             aggregate=not stream,
-            native_first=NativeFirst(self._endpoint()) if self.native_tools == "auto" else None,
-            constrain=self._constrain(),
+            endpoint=self._endpoint(),
         )
-
-    def _constrain(self) -> Constrain | None:
-        """Constrained calls: only for an endpoint reached over HTTP (see `HermesSettings`)."""
-        return None
 
     def _endpoint(self) -> str:
         """Where the model is, for remembering whether it takes tools natively."""
@@ -89,9 +93,6 @@ class HermesSettings(ToolCallingSettings):
 
     _clients: LazyClients = PrivateAttr(default_factory=LazyClients)
 
-    def _constrain(self) -> Constrain | None:
-        return Constrain(self.constrain, self._endpoint()) if self.constrain != "off" else None
-
     def _client_options(self, *, asynchronous: bool) -> dict[str, Any]:
         """Keyword arguments for the `openai` clients (endpoint, key, timeouts)."""
         raise NotImplementedError
@@ -102,9 +103,8 @@ class HermesSettings(ToolCallingSettings):
     def _settings(self, *, asynchronous: bool) -> ClientSettings:
         return ClientSettings(
             HermesFormat.from_settings(self),
-            self.repair_attempts,
+            ReplyOptions.from_settings(self),
             self._client_options(asynchronous=asynchronous),
-            self.check_grounding,
         )
 
     @property

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 from hermes_tools._constrain.servers import ServerKind, probe_requests
@@ -38,6 +38,7 @@ from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, MadeCall
 from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.endpoint_memory import UNKNOWN
 from hermes_tools._policy.native import NativeFirst
+from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.reply import CallPolicy, ChoiceReply, Delta
 from hermes_tools._policy.request import (
     TOOL_PARAMETERS,
@@ -59,6 +60,7 @@ from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 
 log = logging.getLogger("hermes_tools")
+DEFAULT_OPTIONS = ReplyOptions()
 
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
 
@@ -76,15 +78,17 @@ class ReplySession:
         self,
         request: Mapping[str, Any],
         fmt: HermesFormat,
-        repair_attempts: int,
+        options: ReplyOptions = DEFAULT_OPTIONS,
         *,
-        check_grounding: bool = True,
         aggregate: bool = True,
-        native_first: NativeFirst | None = None,
-        constrain: Constrain | None = None,
-        tool_budget: int | None = None,
-        pinned_tools: Sequence[str] = (),
+        endpoint: str = "",
+        server_window: int | None = None,
     ) -> None:
+        """`endpoint`: where native tools and constraints are remembered (the server's URL);
+        `server_window`: the model's context window as its server says, if it does."""
+        repair_attempts, check_grounding = options.repair_attempts, options.check_grounding
+        native_first = NativeFirst(endpoint) if options.native_tools == "auto" else None
+        constrain = Constrain(options.constrain, endpoint) if options.constrain != "off" else None
         self._toolbox = Toolbox(request.get("tools"))
         self._fmt = fmt
         self._aggregate = aggregate
@@ -126,8 +130,8 @@ class ReplySession:
             messages = with_instructions(messages, sentences.json_answer_instructions(schema))
         self._chat = messages
         self._parallel = parallel
-        self._tool_budget = tool_budget
-        self._pinned = list(pinned_tools)
+        self._tool_budget = options.budget_tokens(server_window)
+        self._pinned = list(options.pinned_tools)
         self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
         self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
         self._view = view_everything(self._toolbox.specs)

@@ -17,6 +17,7 @@ from typing import Any
 
 from openai import AsyncOpenAI, OpenAI
 
+from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI, wrap
 from hermes_tools.format import HermesFormat
 
@@ -26,18 +27,13 @@ class ClientSettings:
     """Everything a wrapped client is built from; equal settings share a client."""
 
     format: HermesFormat
-    repair_attempts: int
+    reply: ReplyOptions
     options: dict[str, Any]  # keyword arguments for `openai.OpenAI` / `AsyncOpenAI`
-    check_grounding: bool = True
 
     def wrap_options(self) -> dict[str, Any]:
         # Framework models also read plain replies (reasoning, end tokens).
-        return {
-            "format": self.format,
-            "repair_attempts": self.repair_attempts,
-            "parse_without_tools": True,
-            "check_grounding": self.check_grounding,
-        }
+        reply = {name: getattr(self.reply, name) for name in REPLY_OPTIONS}
+        return {"format": self.format, "parse_without_tools": True, **reply}
 
 
 class LazyClients:

@@ -8,15 +8,13 @@ SDK's retries, timeouts and exceptions are exactly the caller's.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools._constrain.servers import CONSTRAIN_MODES
-from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.drive import (
     aprobe,
     astream_reply,
@@ -26,7 +24,7 @@ from hermes_tools._policy.drive import (
     stream_reply,
     whole_reply,
 )
-from hermes_tools._policy.native import NATIVE_TOOLS_MODES, NativeFirst
+from hermes_tools._policy.options import ReplyOptions, ToolBudget
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.client.transport import (
@@ -66,19 +64,13 @@ class _Wrapper(Generic[ClientT]):
         self,
         client: ClientT,
         fmt: HermesFormat,
-        repair_attempts: int,
+        reply: ReplyOptions,
         parse_without_tools: bool,
-        check_grounding: bool = True,
-        native_tools: str = "never",
-        constrain: str = "off",
     ) -> None:
         self._client: ClientT = client
-        self._constrain = constrain
         self._format = fmt
-        self._repair_attempts = repair_attempts
+        self._reply = reply
         self._parse_without_tools = parse_without_tools
-        self._check_grounding = check_grounding
-        self._native_tools = native_tools
         completions = _Namespace(client.chat.completions, create=self._create)
         self.chat = _Namespace(client.chat, completions=completions)
 
@@ -111,27 +103,21 @@ class _Wrapper(Generic[ClientT]):
         return ReplySession(
             request,
             self._format,
-            self._repair_attempts,
-            check_grounding=self._check_grounding,
+            self._reply,
             aggregate=request.get("stream") is not True,
-            native_first=(
-                NativeFirst(str(self._client.base_url)) if self._native_tools == "auto" else None
-            ),
-            constrain=(
-                Constrain(self._constrain, str(self._client.base_url))
-                if self._constrain != "off"
-                else None
-            ),
+            endpoint=str(self._client.base_url),
         )
+
+    @property
+    def reply_options(self) -> ReplyOptions:
+        """The reply policy's options this client was wrapped with."""
+        return self._reply
 
     def _options(self) -> dict[str, Any]:
         return {
             "fmt": self._format,
-            "repair_attempts": self._repair_attempts,
+            "reply": self._reply,
             "parse_without_tools": self._parse_without_tools,
-            "check_grounding": self._check_grounding,
-            "native_tools": self._native_tools,
-            "constrain": self._constrain,
         }
 
 
@@ -278,6 +264,10 @@ def wrap(
     parse_without_tools: bool = ...,
     check_grounding: bool | None = ...,
     native_tools: str = ...,
+    constrain: str = ...,
+    tool_budget: ToolBudget = ...,
+    context_window: int | None = ...,
+    pinned_tools: Sequence[str] = ...,
     **format_options: Any,
 ) -> HermesOpenAI: ...
 @overload
@@ -289,6 +279,10 @@ def wrap(
     parse_without_tools: bool = ...,
     check_grounding: bool | None = ...,
     native_tools: str = ...,
+    constrain: str = ...,
+    tool_budget: ToolBudget = ...,
+    context_window: int | None = ...,
+    pinned_tools: Sequence[str] = ...,
     **format_options: Any,
 ) -> AsyncHermesOpenAI: ...
 
@@ -302,6 +296,9 @@ def wrap(
     check_grounding: bool | None = None,
     native_tools: str = "never",
     constrain: str = "off",
+    tool_budget: ToolBudget = "auto",
+    context_window: int | None = None,
+    pinned_tools: Sequence[str] = (),
     **format_options: Any,
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
@@ -330,32 +327,34 @@ def wrap(
     vLLM's or SGLang's structural tags, a JSON schema on Ollama and LM Studio); a server that
     applies none, or fails on one, is sent requests as they are. A server kind ("gbnf",
     "vllm", "vllm_guided", "sglang", "json_schema") skips the probe. Default "off".
+
+    `tool_budget` (default "auto"): how many tokens the tools' text may take. When the tools
+    do not fit, the ones the conversation needs are shown in full and the others as one-line
+    catalogue entries (name, first sentence, required parameters), still callable; the tool
+    `tool_choice` names, tools the conversation called and `pinned_tools` are always in full.
+    "auto" is a sixteenth of the model's context window: `context_window` if given, else what
+    the server says, else 8,192. None shows every tool in full.
     """
     if format is not None and format_options:
         raise FormatOptionError(
             "Pass either a HermesFormat or format options as keywords, not both."
         )
-    if not isinstance(repair_attempts, int) or repair_attempts < 0:
-        raise FormatOptionError(
-            f"repair_attempts must be an int >= 0 (0 disables repair), not {repair_attempts!r}."
-        )
-    if native_tools not in NATIVE_TOOLS_MODES:
-        raise FormatOptionError(
-            f"native_tools must be one of {', '.join(map(repr, NATIVE_TOOLS_MODES))}, "
-            f"not {native_tools!r}."
-        )
-    if constrain not in CONSTRAIN_MODES:
-        raise FormatOptionError(
-            f"constrain must be one of {', '.join(map(repr, CONSTRAIN_MODES))}, not {constrain!r}."
-        )
     fmt = format if format is not None else HermesFormat(**format_options)
     if check_grounding is None:
         check_grounding = fmt.legacy_check_grounding is not False
-    options = (repair_attempts, parse_without_tools, check_grounding, native_tools, constrain)
+    reply = ReplyOptions(
+        repair_attempts=repair_attempts,
+        check_grounding=check_grounding,
+        native_tools=native_tools,
+        constrain=constrain,
+        tool_budget=tool_budget,
+        context_window=context_window,
+        pinned_tools=pinned_tools,
+    )
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, fmt, *options)
+        return AsyncHermesOpenAI(client, fmt, reply, parse_without_tools)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, fmt, *options)
+        return HermesOpenAI(client, fmt, reply, parse_without_tools)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
+from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, flag_help, option_flag
 from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.limits import LIMIT_HELP, Limits
@@ -140,33 +141,11 @@ def add_serve_command(commands: Any) -> None:
         default=None,
         help="replies start inside <think> (R1 distills on a plain server)",
     )
-    options.add_argument(
-        "--no-grounding-check",
-        dest="check_grounding",
-        action="store_false",
-        default=None,
-        help="accept calls whose values appear nowhere in the conversation without asking again",
+    replies = serve.add_argument_group(
+        "reply options (for every model; [[models]] rules in --config override them)"
     )
-    options.add_argument(
-        "--native-tools",
-        choices=NATIVE_TOOLS_MODES,
-        default=None,
-        help="auto: send tools natively first, and write them into the prompt where the "
-        "model refuses them (remembered per model); never (default): always the prompt",
-    )
-    options.add_argument(
-        "--constrain",
-        choices=CONSTRAIN_MODES,
-        default=None,
-        help="auto: have the upstream hold replies to the tools where its probe shows it can "
-        "(llama.cpp grammars, vLLM/SGLang structural tags); off (default): as they are",
-    )
-    options.add_argument(
-        "--repair-attempts",
-        type=int,
-        metavar="N",
-        help="how often to ask again for a botched or missing call (1; 0 disables)",
-    )
+    for name in REPLY_OPTIONS:
+        _add_reply_flag(replies, name)
     options.add_argument(
         "--parse-without-tools",
         action="store_true",
@@ -184,12 +163,41 @@ _CLI_OPTIONS = (
     "system_prompt_in_user",
     "raw_json",
     "think_open",
-    "check_grounding",
-    "native_tools",
-    "constrain",
-    "repair_attempts",
+    *REPLY_OPTIONS,
     "parse_without_tools",
 )
+
+
+def _add_reply_flag(group: Any, name: str) -> None:
+    """A reply option's flag, made from its declaration (`ReplyOptions`)."""
+    default = getattr(ReplyOptions(), name)
+    help = flag_help(name)
+    if isinstance(default, (int, str)) and not isinstance(default, bool):
+        help += f" (default {default})"
+    flag = option_flag(name)
+    if name == "check_grounding":
+        group.add_argument(flag, dest=name, action="store_false", default=None, help=help)
+    elif name == "pinned_tools":
+        group.add_argument(
+            flag, dest=name, action="append", metavar="NAME", help=help + "; repeat for several"
+        )
+    elif name == "native_tools":
+        group.add_argument(flag, choices=NATIVE_TOOLS_MODES, default=None, help=help)
+    elif name == "constrain":
+        group.add_argument(flag, choices=CONSTRAIN_MODES, default=None, help=help)
+    elif name == "tool_budget":
+        group.add_argument(flag, type=_budget, metavar="auto|off|TOKENS", help=help)
+    else:
+        group.add_argument(flag, type=int, metavar="N", help=help)
+
+
+def _budget(value: str) -> str | int:
+    if value in ("auto", "off"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be auto, off or a number of tokens") from None
 
 
 def _positive(value: str) -> int:

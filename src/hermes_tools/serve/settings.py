@@ -47,38 +47,34 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
-from hermes_tools._constrain.servers import CONSTRAIN_MODES
-from hermes_tools._policy.native import NATIVE_TOOLS_MODES
+from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
 from hermes_tools.errors import HermesToolsError, ServeConfigError
 from hermes_tools.format import HermesFormat
 from hermes_tools.serve.limits import Limits
 
-# Every option a model rule may set, and the type its value must have.
-OPTION_TYPES: dict[str, type] = {
-    "syntax": str,
-    "call_tag": str,
-    "response_tag": str,
-    "instructions": str,
-    "template": str,
-    "tool_result_role": str,
-    "system_prompt_in_user": bool,
-    "raw_json": bool,
-    "think_open": bool,
-    "check_grounding": bool,
-    "native_tools": str,
-    "constrain": str,
-    "repair_attempts": int,
-    "parse_without_tools": bool,
-    "upstream_model": str,
+# Every option a model rule may set, and the types its value may have: the format's, the reply
+# policy's (declared in `ReplyOptions`), and the proxy's own.
+OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "syntax": (str,),
+    "call_tag": (str,),
+    "response_tag": (str,),
+    "instructions": (str,),
+    "template": (str,),
+    "tool_result_role": (str,),
+    "system_prompt_in_user": (bool,),
+    "raw_json": (bool,),
+    "think_open": (bool,),
+    "repair_attempts": (int,),
+    "check_grounding": (bool,),
+    "native_tools": (str,),
+    "constrain": (str,),
+    "tool_budget": (str, int),
+    "context_window": (int,),
+    "pinned_tools": (list,),
+    "parse_without_tools": (bool,),
+    "upstream_model": (str,),
 }
-_NOT_FORMAT = (
-    "repair_attempts",
-    "parse_without_tools",
-    "check_grounding",
-    "native_tools",
-    "constrain",
-    "upstream_model",
-)
+_NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model")
 _CONFIG_KEYS = (
     "upstream",
     "timeout",
@@ -99,14 +95,11 @@ SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
 
 @dataclass(frozen=True)
 class EndpointOptions:
-    """What `wrap()` is given for the requests one rule covers."""
+    """The format and reply policy for the requests one rule covers."""
 
     format: HermesFormat
-    repair_attempts: int = 1
+    reply: ReplyOptions = field(default_factory=ReplyOptions)
     parse_without_tools: bool = False
-    check_grounding: bool = True
-    native_tools: str = "never"
-    constrain: str = "off"
     # The model name the upstream is asked for (None: the client's, as it came).
     upstream_model: str | None = None
 
@@ -267,41 +260,25 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
             raise ServeConfigError(
                 f"Unknown option {name!r} in {where}; the options are {', '.join(OPTION_TYPES)}."
             )
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ServeConfigError(
-                f"Option {name!r} in {where} must be a {expected.__name__}, not {value!r}."
-            )
-    native_tools = options.get("native_tools", "never")
-    if native_tools not in NATIVE_TOOLS_MODES:
-        raise ServeConfigError(
-            f"native_tools in {where} must be one of {', '.join(NATIVE_TOOLS_MODES)}, "
-            f"not {native_tools!r}."
-        )
-    constrain = options.get("constrain", "off")
-    if constrain not in CONSTRAIN_MODES:
-        raise ServeConfigError(
-            f"constrain in {where} must be one of {', '.join(CONSTRAIN_MODES)}, not {constrain!r}."
-        )
-    repair_attempts = options.get("repair_attempts", 1)
-    if repair_attempts < 0:
-        raise ServeConfigError(f"repair_attempts in {where} must be 0 or more.")
+        wrong_bool = isinstance(value, bool) and bool not in expected
+        if wrong_bool or not isinstance(value, expected):
+            said = " or ".join(kind.__name__ for kind in expected)
+            raise ServeConfigError(f"Option {name!r} in {where} must be a {said}, not {value!r}.")
     upstream_model = options.get("upstream_model")
     if upstream_model is not None and not upstream_model.strip():
         raise ServeConfigError(
             f"upstream_model in {where} must name a model, not {upstream_model!r}."
         )
+    reply = dict(options)
+    if reply.get("tool_budget") == "off":
+        reply["tool_budget"] = None  # TOML has no null
     try:
         fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
+        reply_options = ReplyOptions.from_values(reply)
     except HermesToolsError as exc:
         raise ServeConfigError(f"In {where}: {exc}") from None
     return EndpointOptions(
-        fmt,
-        repair_attempts,
-        options.get("parse_without_tools", False),
-        options.get("check_grounding", True),
-        native_tools,
-        constrain,
-        upstream_model,
+        fmt, reply_options, options.get("parse_without_tools", False), upstream_model
     )
 
 

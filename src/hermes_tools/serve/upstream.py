@@ -21,8 +21,6 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from hermes_tools._policy.constraint_setting import Constrain
-from hermes_tools._policy.native import NativeFirst
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEventError
@@ -215,19 +213,12 @@ class Upstream:
         """The reply policy even for a chat without tools (its reply is still read for
         reasoning and end tokens): the fronts whose answers are built from the policy's."""
         options = self.settings.endpoints[self.settings.endpoint_for(model)]
-        native = options.native_tools == "auto"
         return ReplySession(
             chat,
             options.format,
-            options.repair_attempts,
-            check_grounding=options.check_grounding,
+            options.reply,
             aggregate=chat.get("stream") is not True,
-            native_first=NativeFirst(self.settings.upstream_base) if native else None,
-            constrain=(
-                Constrain(options.constrain, self.settings.upstream_base)
-                if options.constrain != "off"
-                else None
-            ),
+            endpoint=self.settings.upstream_base,
         )
 
     def url_for(self, path: str) -> str:
