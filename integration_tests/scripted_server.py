@@ -36,6 +36,12 @@ from urllib.parse import urlsplit
 
 from hermes_tools._constrain.servers import is_probe
 
+# What Ollama's `/api/show` says of a model given no num_ctx (Ollama then runs it with 4,096).
+OLLAMA_MODEL_CARD: dict[str, Any] = {
+    "model_info": {"general.architecture": "scripted", "scripted.context_length": 8192},
+    "capabilities": ["completion"],
+}
+
 
 @dataclass
 class Reply:
@@ -109,6 +115,10 @@ class ScriptedServer:
         # "vllm", ...): a probe carrying it is answered as a constrained model would ("ok"),
         # any other probe as a model answers the question. None: probes answered as text.
         self.constrains: str | None = None
+        # What `GET /props` answers, as llama.cpp's server says its settings (None: 404).
+        self.props: dict[str, Any] | None = None
+        # What `POST /api/show` answers, as Ollama describes a model (None: 404).
+        self.model_card: dict[str, Any] | None = OLLAMA_MODEL_CARD
         self.requests: list[Recorded] = []
         self._ids = itertools.count(1)
         handler = type("Handler", (_Handler,), {"server_state": self})
@@ -141,6 +151,8 @@ class ScriptedServer:
             self.requests.clear()
             self.fallback = None
             self.constrains = None
+            self.props = None
+            self.model_card = OLLAMA_MODEL_CARD
 
     def script(self, *replies: Reply | str) -> None:
         """Queue replies; keyed ones (with `match`) answer matching requests in any order."""
@@ -239,6 +251,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
         elif path == "/api/tags":
             self._json(200, {"models": [{"name": "scripted", "model": "scripted"}]})
+        elif path == "/props" and self.server_state.props is not None:
+            self._json(200, self.server_state.props)
         else:
             self._json(404, {"error": {"message": "not found", "type": "not_found"}})
 
@@ -254,8 +268,8 @@ class _Handler(BaseHTTPRequestHandler):
         recorded = Recorded(self.path, headers, body, port=self.client_address[1])
         if urlsplit(self.path).path == "/api/show":  # Ollama's model card: no reply used
             self.server_state.record(recorded)
-            info = {"general.architecture": "scripted", "scripted.context_length": 8192}
-            self._json(200, {"model_info": info, "capabilities": ["completion"]})
+            card = self.server_state.model_card
+            self._json(200, card) if card is not None else self._json(404, {"error": "no card"})
             return
         reply = self.server_state._take(body, recorded)
         try:

@@ -75,6 +75,7 @@ def test_a_server_without_native_tools_and_a_model_that_calls_well(
     assert "Tool calling works on gemma3 with syntax='json'" in out
     assert config.read_text() == '[[models]]\nmatch = "gemma3"\nsyntax = "json"\n'
     assert "constraints: none takes effect" in out
+    assert "context window: the server says 4,096 tokens" in out  # Ollama's, without num_ctx
     native, *cases = [body for body in server.bodies() if not is_probe(body["messages"])]
     assert native["tools"][0]["function"]["name"] == "get_weather"
     assert not any("tools" in body for body in cases)
@@ -96,6 +97,31 @@ def test_the_constraint_a_server_applies_is_named(
     status, out = _doctor("--base-url", server.base_url, "--model", "m", "--syntax", "json")
     assert status == 0, out
     assert f"constraints: the server applies {said}" in out
+
+
+def test_the_window_a_llama_cpp_server_says_gives_the_budget(server: ScriptedServer) -> None:
+    server.props = {"default_generation_settings": {"n_ctx": 32768}}
+    server.script(Reply("no tools here", status=400), *GOOD)
+    status, out = _doctor("--base-url", server.base_url, "--model", "m", "--syntax", "json")
+    assert status == 0, out
+    assert (
+        "context window: the server says 32,768 tokens (tool_budget='auto' gives the tools' "
+        "text 2,048)" in out
+    )
+
+
+def test_a_server_that_does_not_say_its_window_is_told_the_default(
+    server: ScriptedServer,
+) -> None:
+    server.model_card = None
+    server.script(Reply("no tools here", status=400), *GOOD)
+    status, out = _doctor("--base-url", server.base_url, "--model", "m", "--syntax", "json")
+    assert status == 0, out
+    assert (
+        "context window: the server does not say it; tool_budget='auto' assumes 8,192 tokens "
+        "(the tools' text gets 512): give the window the model runs with as context_window "
+        "(serve: --context-window N)" in out
+    )
 
 
 def test_a_server_with_native_tools_and_a_model_that_does_not_call(

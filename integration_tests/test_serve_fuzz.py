@@ -201,12 +201,16 @@ class FuzzUpstream(ScriptedServer):
 
 def allowed_upstream_path(path: str) -> bool:
     """What the upstream may be asked for: its chat, completions, embeddings and model routes,
-    with no dot segment that would lead elsewhere."""
+    and the proxy's own questions for a model's context window (llama.cpp's /props, Ollama's
+    /api/show, LM Studio's model card), with no dot segment that would lead elsewhere."""
     route = urlsplit(path).path
     if any(segment in (".", "..") for segment in unquote(route).split("/")):
         return False
     fixed = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models")
-    return route in fixed or route.startswith("/v1/models/")
+    windows = ("/props", "/api/show")
+    if route.startswith("/api/v0/models/"):
+        return "/" not in unquote(route[len("/api/v0/models/") :])
+    return route in fixed or route in windows or route.startswith("/v1/models/")
 
 
 # -- JSON the standard library cannot write -------------------------------------------------------

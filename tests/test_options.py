@@ -61,9 +61,7 @@ def test_the_proxy_takes_every_option_as_a_flag_and_a_config_key() -> None:
         assert name in OPTION_TYPES, name
     parser = build_parser()
     serve = next(
-        action
-        for action in parser._actions
-        if isinstance(action, argparse._SubParsersAction)
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
     ).choices["serve"]
     flags = {flag for action in serve._actions for flag in action.option_strings}
     for name in REPLY_OPTIONS:

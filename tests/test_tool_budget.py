@@ -4,7 +4,6 @@ prompt."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -117,7 +116,7 @@ def test_named_called_and_pinned_tools_are_always_in_full_even_past_the_budget()
 
 def test_descriptions_are_cut_before_a_tool_leaves_the_full_set() -> None:
     # Enough for every tool with its descriptions cut, not as written.
-    cut_all = sum(estimated_tokens(tool_line(cut_function(s.function, 0))) for s in SPECS)
+    cut_all = sum(estimated_tokens(tool_line(cut_function(s.function, 0))) + 1 for s in SPECS)
     view = select_tools(SPECS, cut_all, query="weather")
     assert view.catalogued == ()
     shown = {f["name"]: f for f in view.shown}
@@ -132,19 +131,13 @@ def test_descriptions_are_cut_before_a_tool_leaves_the_full_set() -> None:
     assert set(shown["Bash"]["parameters"]["properties"]) == {"command", "timeout"}
 
 
-def test_a_catalogue_entry_is_the_name_first_sentence_and_required_parameters() -> None:
-    entry = catalogue_entry(TOOLS[0])
-    assert entry == {
-        "name": "Bash",
-        "description": (
-            "Executes a given bash command in a persistent shell session with an optional timeout."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
-    }
+def test_a_catalogue_entry_is_one_line_of_name_required_parameters_and_first_sentence() -> None:
+    assert catalogue_entry(TOOLS[0]).line() == (
+        "- Bash(command): Executes a given bash command in a persistent shell session with an "
+        "optional timeout."
+    )
+    no_parameters = {"name": "now", "description": "The time.\n\nIn UTC."}
+    assert catalogue_entry(no_parameters).line() == "- now(): The time."
 
 
 @pytest.mark.parametrize(
@@ -204,8 +197,7 @@ def test_a_call_to_a_catalogued_tool_is_read_and_checked_against_its_full_schema
     fmt = HermesFormat()
     messages = [user("Weather in Oslo?")]
     prompt = fmt.render_messages(messages, TOOLS, tool_budget=250)[0]["content"]
-    assert '"name":"TodoWrite"' in prompt
-    assert "Creates and manages" in prompt
+    assert "\n- TodoWrite(todos): Creates and manages a structured task list" in prompt
     assert "Plans." not in prompt  # catalogued: its first sentence only
     call = fmt.parse(
         '<tool_call>{"name": "TodoWrite", "arguments": {"todos": ["a"]}}</tool_call>', TOOLS
@@ -229,12 +221,19 @@ def test_the_view_keeps_within_budget_unless_what_must_be_shown_passes_it(
 ) -> None:
     view = select_tools(SPECS, budget, query=question, pinned=pinned)
     names = [s.name for s in SPECS]
-    assert [f["name"] for f in view.shown] == names  # every tool, in the order given
-    assert view.tokens == sum(estimated_tokens(tool_line(f)) for f in view.shown)
+    full = [f["name"] for f in view.shown]
+    assert sorted([*full, *view.catalogued], key=names.index) == names  # every tool, once
+    assert full == sorted(full, key=names.index)  # in the order given
+    assert list(view.catalogued) == sorted(view.catalogued, key=names.index)
     if view.over_budget:
         assert {name for name, reason in view.full if reason.startswith("ranked")} == set()
     else:
         assert view.tokens <= budget
     for name in pinned:
         assert view.is_full(name)
-    assert json.dumps(list(view.shown))  # what is shown is JSON
+    prompt = HermesFormat().render_with(
+        [user(question)], view, HermesFormat().tool_choice(Toolbox(TOOLS), None)
+    )[0]["content"]
+    if view.tokens <= budget:  # the estimate holds for the text as rendered
+        tools_text = prompt.split("<tools>\n", 1)[1].split("\n\nFor each function call")[0]
+        assert estimated_tokens(tools_text) <= budget + 2

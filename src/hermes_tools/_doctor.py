@@ -160,6 +160,7 @@ def run(
         say(f"! the server does not list {model!r}; it lists {', '.join(listed[:20])}")
     _native_tools(base_url, model, api_key, say)
     _constraints(base_url, model, api_key, say)
+    _window(base_url, model, api_key, say)
     chosen = CASES[: max(1, cases)]
     say(f"\nRunning {len(chosen)} short cases per syntax at temperature 0 (a minute or two):")
     scores = [_score(base_url, model, api_key, syntax, chosen, say) for syntax in syntaxes]
@@ -287,6 +288,37 @@ def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], N
                 )
                 return
     say("  constraints: none takes effect (constrain='auto' would send requests as they are)")
+
+
+def _window(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
+    """The window `tool_budget="auto"` would learn from the server, and the budget it gives."""
+    from hermes_tools._policy.context_window import WindowQuestion, ask
+    from hermes_tools._policy.options import DEFAULT_CONTEXT_WINDOW, ReplyOptions
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    def send(question: WindowQuestion) -> tuple[int, Any]:
+        answer = httpx.request(
+            question.method, question.url, json=question.body, headers=headers, timeout=10
+        )
+        try:
+            return answer.status_code, answer.json()
+        except ValueError:
+            return answer.status_code, None
+
+    window = ask(base_url, model, send)
+    budget = ReplyOptions().budget_tokens(window)
+    if window is not None:
+        say(
+            f"  context window: the server says {window:,} tokens (tool_budget='auto' gives "
+            f"the tools' text {budget:,})"
+        )
+    else:
+        say(
+            "  context window: the server does not say it; tool_budget='auto' assumes "
+            f"{DEFAULT_CONTEXT_WINDOW:,} tokens (the tools' text gets {budget:,}): give the "
+            "window the model runs with as context_window (serve: --context-window N)"
+        )
 
 
 def _score(

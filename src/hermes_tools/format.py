@@ -237,6 +237,7 @@ class HermesFormat:
             response_tag=self.response_tag,
             instructions=self.instructions,
             template=self.template,
+            catalogue=view.catalogue,
         )
 
     # -- reply side -------------------------------------------------------------------------

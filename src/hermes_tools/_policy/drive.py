@@ -54,6 +54,21 @@ def send_again(session: ReplySession, error: BaseException) -> bool:
     return False
 
 
+def learn_window(session: ReplySession, transport: object) -> None:
+    """Tell the session the model's context window, where its tool budget needs it and the
+    transport can say (an endpoint's server, once per process; a model in this process, from
+    its settings)."""
+    if session.needs_window:
+        ask = getattr(transport, "context_window", None)
+        session.window_known(ask(session.model) if ask is not None else None)
+
+
+async def alearn_window(session: ReplySession, transport: object) -> None:
+    if session.needs_window:
+        ask = getattr(transport, "context_window", None)
+        session.window_known(await ask(session.model) if ask is not None else None)
+
+
 def probe(session: ReplySession, transport: Transport) -> None:
     """Find out what the endpoint constrains, where the session needs to know (before any
     attempt: the first, or the one after the tools sent natively were refused)."""
@@ -98,6 +113,7 @@ def _answered(error: BaseException) -> bool:
 
 
 def whole_reply(session: ReplySession, transport: Transport) -> dict[str, Any]:
+    learn_window(session, transport)
     while True:
         probe(session, transport)
         try:
@@ -120,6 +136,7 @@ def stream_reply(
     """The reply's chunks, repairs included. `first`: the first attempt's stream, when the
     transport already opened it (so that a failing request fails where it was made)."""
     upstream = first
+    learn_window(session, transport)
     while True:
         sent = False
         try:
@@ -152,6 +169,7 @@ def stream_reply(
 
 
 async def awhole_reply(session: ReplySession, transport: AsyncTransport) -> dict[str, Any]:
+    await alearn_window(session, transport)
     while True:
         await aprobe(session, transport)
         try:
@@ -172,6 +190,7 @@ async def astream_reply(
     first: AsyncIterator[Mapping[str, Any]] | None = None,
 ) -> AsyncIterator[Chunk]:
     upstream = first
+    await alearn_window(session, transport)
     turn_started = time.perf_counter()
     while True:
         sent = False

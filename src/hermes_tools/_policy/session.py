@@ -130,16 +130,15 @@ class ReplySession:
             messages = with_instructions(messages, sentences.json_answer_instructions(schema))
         self._chat = messages
         self._parallel = parallel
-        self._tool_budget = options.budget_tokens(server_window)
+        self._options = options
+        self._server_window = server_window
         self._pinned = list(options.pinned_tools)
         self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
         self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
         self._view = view_everything(self._toolbox.specs)
-        self._messages = (
-            self._rendered()
-            if self._parse_calls
-            else list(messages)  # a plain chat: only the reply is read (reasoning, end tokens)
-        )
+        # Rendered at the first request, once the window the budget needs is known. A plain
+        # chat is sent as it is: only the reply is read (reasoning, end tokens).
+        self._messages: list[dict[str, Any]] | None = None if self._parse_calls else list(messages)
         self._retry_turns: list[dict[str, Any]] = []
         self._repairs: list[dict[str, str]] = []
         n = request.get("n")
@@ -185,10 +184,41 @@ class ReplySession:
         if self.native:
             self.constrained = False
             return dict(self._original)
-        body = {**self._upstream, "messages": self._messages + self._retry_turns}
+        body = {**self._upstream, "messages": self._conversation() + self._retry_turns}
         fields = self._constraint_fields()
         self.constrained = fields is not None
         return body if fields is None else {**body, **fields}
+
+    @property
+    def needs_window(self) -> bool:
+        """Whether the tool budget needs the model's context window, which the server may say
+        (see `context_window`; a transport asks it, and tells `window_known`)."""
+        if self._messages is not None or self._server_window is not None:
+            return False
+        if not (self._options.needs_window and self._toolbox):
+            return False
+        # A tool set that fits the budget of the default window is shown whole whatever the
+        # server's window: no need to ask the server.
+        budget = self._options.budget_tokens(None) or 0
+        return self._view.tokens > budget
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def window_known(self, window: int | None) -> None:
+        """The window the server said (None: it says nothing; the default is used)."""
+        self._server_window = window
+
+    def render(self) -> None:
+        """Render the conversation now, with the window known so far (the first request does
+        otherwise); raises `HermesToolsError` for a conversation the format cannot write."""
+        self._conversation()
+
+    def _conversation(self) -> list[dict[str, Any]]:
+        if self._messages is None:
+            self._messages = self._rendered()
+        return self._messages
 
     @property
     def needs_probe(self) -> bool:
@@ -487,7 +517,7 @@ class ReplySession:
             self._chat,
             tools,
             self._choice,
-            tool_budget=self._tool_budget,
+            tool_budget=self._options.budget_tokens(self._server_window),
             pinned_tools=self._pinned,
         )
         if self._view.catalogued or self._view.over_budget:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes_tools._tools.selection import tool_line
+from hermes_tools._tools.selection import CATALOGUE_HEAD, CatalogueEntry, tool_line
 from hermes_tools._tools.toolbox import ToolSpec
 from hermes_tools.errors import FormatOptionError
 
@@ -185,24 +185,31 @@ def system_prompt(
     response_tag: str,
     instructions: str | None,
     template: str | None,
+    catalogue: Sequence[CatalogueEntry] = (),
 ) -> str:
-    """The tools prompt, or "" when no tools are offered. `tools`: the functions as shown (in
-    full, or as catalogue entries: see `_tools.selection`)."""
-    if choice.mode == "none" or not tools:
+    """The tools prompt, or "" when no tools are offered. `tools`: the functions shown in
+    full; `catalogue`: the other tools' one-line entries (see `_tools.selection`)."""
+    if choice.mode == "none" or not (tools or catalogue):
         return ""
     if choice.name is not None:
         tools = [function for function in tools if function.get("name") == choice.name]
+        catalogue = ()
     rule = choice_rule(choice, parallel_tool_calls)
     # Tags are filled in before the tool schemas go in, so a description is never rewritten.
     if template is not None:
         text = _fill_tags(template, call_tag, response_tag)
         if "{tool_choice}" not in text:
             text = _join(text, "{tool_choice}") if rule else text
-        return text.replace("{tool_choice}", rule).replace("{tools}", tool_lines(tools))
+        every = [*tools, *(entry.function() for entry in catalogue)]
+        return text.replace("{tool_choice}", rule).replace("{tools}", tool_lines(every))
     if instructions is None:
         instructions = _INSTRUCTIONS[syntax]
     how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
-    return f"{PREAMBLE}\n<tools>\n{compact_tool_lines(tools)}\n</tools>\n\n{how_to}"
+    listed = f"<tools>\n{compact_tool_lines(tools)}\n</tools>"
+    if catalogue:
+        lines = "\n".join(entry.line() for entry in catalogue)
+        listed += f"\n{CATALOGUE_HEAD}\n{lines}"
+    return f"{PREAMBLE}\n{listed}\n\n{how_to}"
 
 
 def _join(text: str, rule: str) -> str:

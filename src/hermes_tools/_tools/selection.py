@@ -3,17 +3,19 @@
 A tool set can be far larger than a small model can use: Claude Code's 24 tools are 82,000
 characters, and a model shown all of them stops calling. Within a budget of tokens,
 `select_tools` shows the tools most likely needed in full (name, description, parameters) and
-every other tool as a catalogue entry: its name, the first sentence of its description and its
-required parameters with their types. Every tool stays callable: a call is read and checked
-against the tool's full schema whatever was shown, and a catalogued call whose arguments do not
-fit is asked again with the tool shown in full (the reply policy's part).
+every other tool as a one-line catalogue entry: its name, its required parameters and the first
+sentence of its description (`read_mail(target): Read mail in the mail.`). Every tool stays
+callable: a call is read and checked against the tool's full schema whatever was shown, and a
+catalogued call whose arguments do not fit is asked again with the tool shown in full (the
+reply policy's part).
 
 In full, always: the tool `tool_choice` names, the tools the conversation has called, and the
 tools the caller pins. The others are ranked by how well they match the conversation's last
 user turn (BM25, `bm25s`, over the tools' names, descriptions and parameters, stemmed), and
-taken in that order. Before a tool leaves the full set, the descriptions of the ones in it are
-cut, at a paragraph or sentence end, down to their first sentence; names, types, enums and
-`required` are never cut.
+taken in that order (a tool the conversation then calls keeps its place: it was in full
+already). Before a tool leaves the full set, the descriptions of the ones in it are cut, at a
+paragraph or sentence end, down to their first sentence; names, types, enums and `required`
+are never cut.
 
 The shown tools keep the order they were given in, and the same tools, budget and conversation
 state give the same text: the system prompt stays byte-identical from turn to turn of an agent's
@@ -39,6 +41,11 @@ CHARS_PER_TOKEN = 3.5
 # (None: as written). The last keeps the first sentence, however long.
 CUT_LEVELS: tuple[int | None, ...] = (None, 1200, 600, 300, 0)
 SUMMARY_CHARS = 160
+# What the catalogue's lines follow, in the tools prompt.
+CATALOGUE_HEAD = (
+    "Also available, called the same way (their names and required arguments, without the "
+    "rest of their signatures):"
+)
 
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s+|$)")
@@ -55,19 +62,43 @@ def tool_line(function: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolView:
-    """The tools as the model is shown them, in the order they were given.
+class CatalogueEntry:
+    """A tool in one line: its name, required parameters and first sentence."""
 
-    `shown`: each tool's function as rendered (in full, perhaps with shorter descriptions, or a
-    catalogue entry); `full`: the names shown in full, with why (for the log); `over_budget`:
-    the tools that must be shown in full alone passed the budget (they are shown anyway)."""
+    name: str
+    required: tuple[str, ...]
+    summary: str
+
+    def line(self) -> str:
+        summary = f": {self.summary}" if self.summary else ""
+        return f"- {self.name}({', '.join(self.required)}){summary}"
+
+    def function(self) -> dict[str, Any]:
+        """The entry as a function with no parameters shown, for a `template`'s tool list."""
+        entry: dict[str, Any] = {"name": self.name}
+        if self.summary:
+            entry["description"] = self.summary
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class ToolView:
+    """The tools as the model is shown them, each list in the order the tools were given.
+
+    `shown`: the functions shown in full (perhaps with shorter descriptions); `catalogue`: the
+    others' one-line entries; `full`: the names shown in full, with why (for the log);
+    `over_budget`: the tools that must be shown passed the budget (they are shown anyway)."""
 
     shown: tuple[Mapping[str, Any], ...]
+    catalogue: tuple[CatalogueEntry, ...]
     full: tuple[tuple[str, str], ...]
-    catalogued: tuple[str, ...]
     budget: int | None
     tokens: int
     over_budget: bool = False
+
+    @property
+    def catalogued(self) -> tuple[str, ...]:
+        return tuple(entry.name for entry in self.catalogue)
 
     def is_full(self, name: str) -> bool:
         return any(shown == name for shown, _ in self.full)
@@ -88,7 +119,7 @@ def view_everything(specs: Sequence[ToolSpec]) -> ToolView:
     shown = tuple(spec.function for spec in specs)
     tokens = sum(estimated_tokens(tool_line(function)) for function in shown)
     full = tuple((spec.name, "fits") for spec in specs)
-    return ToolView(shown, full, (), None, tokens)
+    return ToolView(shown, (), full, None, tokens)
 
 
 def select_tools(
@@ -105,37 +136,48 @@ def select_tools(
     caller's; `query`: the text the others are ranked by (the last user turn)."""
     everything = view_everything(specs)
     if budget is None or everything.tokens <= budget:
-        return ToolView(everything.shown, everything.full, (), budget, everything.tokens)
+        return ToolView(everything.shown, (), everything.full, budget, everything.tokens)
     names = [spec.name for spec in specs]
     reasons: dict[str, str] = {}
     for reason, wanted in (("tool_choice", required), ("pinned", pinned), ("called", called)):
         for name in wanted:
             if name in names:
                 reasons.setdefault(name, reason)
-    must = list(reasons)
-    ranked = [name for name in rank(specs, query) if name not in reasons]
+    order = rank(specs, query)
     costs = _Costs(specs)
-    entries = sum(costs.entry(name) for name in ranked)
-
-    def tokens(count: int, level: int) -> int:
-        """The tokens shown with the must-show tools and the first `count` ranked ones in
-        full at cut level `level`, the rest catalogued."""
-        full = [*must, *ranked[:count]]
-        catalogued = entries - sum(costs.entry(name) for name in ranked[:count])
-        return sum(costs.full(name, level) for name in full) + catalogued
-
     deepest = len(CUT_LEVELS) - 1
-    # The most tools in full that fit with the deepest cut, then the least cut that fits them.
-    count = next((n for n in range(len(ranked), -1, -1) if tokens(n, deepest) <= budget), 0)
-    level = next((lv for lv in range(len(CUT_LEVELS)) if tokens(count, lv) <= budget), deepest)
-    for position, name in enumerate(ranked[:count], 1):
-        reasons[name] = f"ranked {position}"
-    chosen = set(reasons)
-    total = tokens(count, level)
+    head = costs.catalogue_head
+
+    # The most tools in full that fit with the deepest cut: the tools that must be shown,
+    # then as many in rank order as fit (one that must be shown costs nothing more there).
+    catalogued_all = sum(costs.entry(name) for name in names if name not in reasons)
+    total = sum(costs.full(name, deepest) for name in reasons) + catalogued_all + head
+    count, added = 0, total
+    for position, name in enumerate(order, 1):
+        if name not in reasons:
+            added += costs.full(name, deepest) - costs.entry(name)
+        if position == len(order):
+            added -= head  # nothing left in the catalogue
+        if added > budget:
+            break
+        count, total = position, added
+    chosen = set(reasons) | set(order[:count])
+
+    def tokens(level: int) -> int:
+        listed = sum(
+            costs.full(name, level) if name in chosen else costs.entry(name) for name in names
+        )
+        return listed + (head if len(chosen) < len(names) else 0)
+
+    # Then the least cut that fits them.
+    level = next((lv for lv in range(deepest) if tokens(lv) <= budget), deepest)
+    total = tokens(level)
+    for position, name in enumerate(order[:count], 1):
+        reasons.setdefault(name, f"ranked {position}")
     return ToolView(
-        tuple(costs.shown(name, level if name in chosen else None) for name in names),
+        tuple(costs.shown(name, level) for name in names if name in chosen),
+        tuple(costs.entry_of(name) for name in names if name not in chosen),
         tuple((name, reasons[name]) for name in names if name in chosen),
-        tuple(name for name in names if name not in chosen),
         budget,
         total,
         over_budget=total > budget,
@@ -146,33 +188,34 @@ class _Costs:
     """Each tool's text and tokens, in full at each cut level or as a catalogue entry, worked
     out once."""
 
+    catalogue_head = 0
+
     def __init__(self, specs: Sequence[ToolSpec]) -> None:
         self._functions = {spec.name: spec.function for spec in specs}
-        self._shown: dict[tuple[str, int | None], Mapping[str, Any]] = {}
+        self._shown: dict[tuple[str, int], Mapping[str, Any]] = {}
         self._tokens: dict[tuple[str, int | None], int] = {}
+        self.catalogue_head = estimated_tokens(CATALOGUE_HEAD)
 
-    def shown(self, name: str, level: int | None) -> Mapping[str, Any]:
-        """The tool at cut level `level` (an index into CUT_LEVELS), or its entry (None)."""
+    def shown(self, name: str, level: int) -> Mapping[str, Any]:
+        """The tool at cut level `level` (an index into CUT_LEVELS)."""
         key = (name, level)
         if key not in self._shown:
-            function = self._functions[name]
-            self._shown[key] = (
-                catalogue_entry(function)
-                if level is None
-                else cut_function(function, CUT_LEVELS[level])
-            )
+            self._shown[key] = cut_function(self._functions[name], CUT_LEVELS[level])
         return self._shown[key]
 
+    def entry_of(self, name: str) -> CatalogueEntry:
+        return catalogue_entry(self._functions[name])
+
     def full(self, name: str, level: int) -> int:
-        return self._count(name, level)
-
-    def entry(self, name: str) -> int:
-        return self._count(name, None)
-
-    def _count(self, name: str, level: int | None) -> int:
         key = (name, level)
         if key not in self._tokens:
-            self._tokens[key] = estimated_tokens(tool_line(self.shown(name, level)))
+            self._tokens[key] = estimated_tokens(tool_line(self.shown(name, level))) + 1
+        return self._tokens[key]
+
+    def entry(self, name: str) -> int:
+        key = (name, None)
+        if key not in self._tokens:
+            self._tokens[key] = estimated_tokens(self.entry_of(name).line()) + 1
         return self._tokens[key]
 
 
@@ -273,29 +316,24 @@ def _cut_schema(schema: Any, limit: int) -> Any:
     return cut
 
 
-def catalogue_entry(function: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool in one short line: its name, the first sentence of its description, and its
-    required parameters with their types (a call with only those is a start the model can
-    make; a call that does not fit is asked again with the tool in full)."""
-    entry: dict[str, Any] = {"name": function.get("name")}
+def catalogue_entry(function: Mapping[str, Any]) -> CatalogueEntry:
+    """A tool in one line: its name, its required parameters (a call with only those is a
+    start the model can make; one that does not fit is asked again with the tool in full), and
+    the first sentence of its description."""
+    summary = ""
     description = function.get("description")
     if isinstance(description, str) and description.strip():
-        summary = cut_text(description, 0)
+        summary = " ".join(cut_text(description, 0).split())
         if len(summary) > SUMMARY_CHARS:
             summary = summary[:SUMMARY_CHARS].rsplit(" ", 1)[0] + "..."
-        entry["description"] = summary
     parameters = function.get("parameters")
     required = parameters.get("required") if isinstance(parameters, Mapping) else None
-    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-    if isinstance(required, list) and isinstance(properties, Mapping):
-        kept = {}
-        for name in required:
-            schema = properties.get(name) if isinstance(name, str) else None
-            if isinstance(schema, Mapping):
-                kept[name] = {key: schema[key] for key in ("type", "enum") if key in schema}
-        if kept:
-            entry["parameters"] = {"type": "object", "properties": kept, "required": list(kept)}
-    return entry
+    names = (
+        tuple(name for name in required if isinstance(name, str))
+        if isinstance(required, list)
+        else ()
+    )
+    return CatalogueEntry(str(function.get("name")), names, summary)
 
 
 # -- what the conversation says ---------------------------------------------------------------

@@ -12,9 +12,12 @@ from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, S
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._constrain.servers import EXTRA_FIELDS
+from hermes_tools._policy.context_window import Answer, WindowQuestion, aask, ask
 from hermes_tools.client.diagnosis import explained
 from hermes_tools.errors import IncompleteStreamError
 
+# How long a server may take to say its context window (asked once per process and model).
+WINDOW_SECONDS = 5.0
 # A request that fails this way while a reply is being continued leaves the reply it continues.
 REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
 
@@ -35,6 +38,22 @@ class OpenAITransport:
     def __init__(self, client: OpenAI) -> None:
         self.client = client
 
+    def context_window(self, model: str) -> int | None:
+        """The model's window as the endpoint's server says it (asked once per process)."""
+        quick = self.client.with_options(max_retries=0, timeout=WINDOW_SECONDS)
+
+        def send(question: WindowQuestion) -> Answer:
+            try:
+                if question.method == "GET":
+                    response = quick.get(question.url, cast_to=httpx.Response)
+                else:
+                    response = quick.post(question.url, body=question.body, cast_to=httpx.Response)
+            except openai.APIStatusError as error:
+                return error.status_code, None
+            return response.status_code, _json(response)
+
+        return ask(str(self.client.base_url), model, send)
+
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         return chunks(create(self.client, request))
 
@@ -48,12 +67,36 @@ class AsyncOpenAITransport:
     def __init__(self, client: AsyncOpenAI) -> None:
         self.client = client
 
+    async def context_window(self, model: str) -> int | None:
+        quick = self.client.with_options(max_retries=0, timeout=WINDOW_SECONDS)
+
+        async def send(question: WindowQuestion) -> Answer:
+            try:
+                if question.method == "GET":
+                    response = await quick.get(question.url, cast_to=httpx.Response)
+                else:
+                    response = await quick.post(
+                        question.url, body=question.body, cast_to=httpx.Response
+                    )
+            except openai.APIStatusError as error:
+                return error.status_code, None
+            return response.status_code, _json(response)
+
+        return await aask(str(self.client.base_url), model, send)
+
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         async for chunk in achunks(await acreate(self.client, request)):
             yield chunk
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         return wire(await acreate(self.client, request))
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:

@@ -16,9 +16,11 @@ from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._policy.drive import (
+    alearn_window,
     aprobe,
     astream_reply,
     awhole_reply,
+    learn_window,
     probe,
     send_again,
     stream_reply,
@@ -150,6 +152,7 @@ class HermesOpenAI(_Wrapper[OpenAI]):
         if session is None:
             return create(self._client, kwargs)  # type: ignore[no-any-return]
         transport = OpenAITransport(self._client)
+        learn_window(session, transport)
         if session.request().get("stream") is True:
             probe(session, transport)
             try:
@@ -203,6 +206,7 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
         if session is None:
             return await acreate(self._client, kwargs)  # type: ignore[no-any-return]
         transport = AsyncOpenAITransport(self._client)
+        await alearn_window(session, transport)
         if session.request().get("stream") is True:
             await aprobe(session, transport)
             try:

@@ -154,7 +154,24 @@ class _ChatModelCalls:
                 self.metadata[key] = value
 
 
+# Where LangChain's model classes keep the window they run with: ChatLlamaCpp's n_ctx,
+# ChatOllama's num_ctx (None: Ollama's own default, not known here).
+_WINDOW_FIELDS = ("n_ctx", "num_ctx", "context_window", "max_context_length")
+
+
+def model_window(model: object) -> int | None:
+    """The context window a model in this process says it runs with, if it says."""
+    for name in _WINDOW_FIELDS:
+        value = getattr(model, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 class ChatModelTransport(_ChatModelCalls):
+    def context_window(self, model: str) -> int | None:
+        return model_window(self._model)
+
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         runnable, messages, kwargs = self._call(request)
         try:
@@ -179,6 +196,9 @@ class ChatModelTransport(_ChatModelCalls):
 
 
 class AsyncChatModelTransport(_ChatModelCalls):
+    async def context_window(self, model: str) -> int | None:
+        return model_window(self._model)
+
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         runnable, messages, kwargs = self._call(request)
         chunks = runnable.astream(messages, self._config, **kwargs)

@@ -87,7 +87,17 @@ class _LLMCalls:
         )
 
 
+def llm_window(llm: LLM) -> int | None:
+    """The context window an LLM's metadata gives, if it gives one."""
+    window = getattr(getattr(llm, "metadata", None), "context_window", None)
+    positive = isinstance(window, int) and not isinstance(window, bool) and window > 0
+    return window if positive else None
+
+
 class LLMTransport(_LLMCalls):
+    def context_window(self, model: str) -> int | None:
+        return llm_window(self._llm)
+
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         messages, kwargs = self._call(request)
         return self._chunks(self._llm.stream_chat(messages, **kwargs))
@@ -114,6 +124,9 @@ class LLMTransport(_LLMCalls):
 
 
 class AsyncLLMTransport(_LLMCalls):
+    async def context_window(self, model: str) -> int | None:
+        return llm_window(self._llm)
+
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         messages, kwargs = self._call(request)
         responses = await self._llm.astream_chat(messages, **kwargs)

@@ -39,6 +39,8 @@ class ChatCompletions(Handler):
         transport = self.upstream().chat(
             self.upstream_headers(request), request.url.query, exchange.request_bytes
         )
+        if session is not None and not await self.rendered(session, transport, responder):
+            return
 
         async def work() -> None:
             if exchange.stream:

@@ -23,7 +23,7 @@ import httpx
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from hermes_tools._policy.drive import astream_reply, awhole_reply
+from hermes_tools._policy.drive import alearn_window, astream_reply, awhole_reply
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import (
     HermesToolsError,
@@ -163,6 +163,21 @@ class Handler:
         except HermesToolsError as exc:  # the format cannot render this conversation
             await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
         return None
+
+    async def rendered(
+        self, session: ReplySession, transport: UpstreamChat, responder: Responder
+    ) -> bool:
+        """Render the session's conversation, once its tool budget knows the model's window
+        (asked of the upstream once per process); False when answered with a 400. Rendering
+        a large tool set takes a while: it runs in a worker thread, as `prepared` does."""
+        await alearn_window(session, transport)
+        try:
+            limiter = self.upstream().computing(responder.exchange.request_bytes)
+            await anyio.to_thread.run_sync(session.render, limiter=limiter)
+        except HermesToolsError as exc:
+            await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
+            return False
+        return True
 
     def _prepare(self, raw: bytes, prepare: Callable[[dict[str, Any]], T]) -> T:
         body = parse_body(raw)

@@ -726,6 +726,23 @@ class _MessagesHandler(Handler):
 
         return await self.prepared(request, responder, read)
 
+    def _headers(self, request: Request) -> dict[str, str]:
+        """The request's headers as the upstream gets them: Anthropic's own left out, and the
+        client's key (`x-api-key`, or a bearer token) as its Authorization where the client's
+        key goes upstream at all (see `Upstream.authorization`)."""
+        headers = {
+            key: value
+            for key, value in self.forwarded_headers(request).items()
+            if not key.startswith(_ANTHROPIC_HEADERS)
+        }
+        given = dict(request.headers)
+        if "authorization" not in given and given.get("x-api-key"):  # an empty key is none
+            given["authorization"] = f"Bearer {given['x-api-key']}"
+        authorization = self.upstream().authorization(given)
+        if authorization:
+            headers["authorization"] = authorization
+        return headers
+
     def _upstream_model(self, model: object) -> str:
         if not isinstance(model, str) or not model:
             return ""  # rejected in chat_request
@@ -750,6 +767,10 @@ class CountTokens(_MessagesHandler):
         if read is None:
             return
         _, session = read
+        if not await self.rendered(
+            session, self.upstream().chat(self._headers(request)), responder
+        ):
+            return
         tokens = estimated_tokens(session.request()["messages"])
         body = json.dumps({"input_tokens": tokens}).encode()
         header = f"{CHARS_PER_TOKEN} characters a token".encode()
@@ -772,6 +793,8 @@ class Messages(_MessagesHandler):
         transport = self.upstream().chat(
             self._headers(request), request_bytes=exchange.request_bytes
         )
+        if not await self.rendered(session, transport, responder):
+            return
         model = body["model"]
 
         async def work() -> None:
@@ -781,23 +804,6 @@ class Messages(_MessagesHandler):
                 await self._whole(session, transport, model, responder)
 
         await cancel_on_disconnect(receive, responder, work)
-
-    def _headers(self, request: Request) -> dict[str, str]:
-        """The request's headers as the upstream gets them: Anthropic's own left out, and the
-        client's key (`x-api-key`, or a bearer token) as its Authorization where the client's
-        key goes upstream at all (see `Upstream.authorization`)."""
-        headers = {
-            key: value
-            for key, value in self.forwarded_headers(request).items()
-            if not key.startswith(_ANTHROPIC_HEADERS)
-        }
-        given = dict(request.headers)
-        if "authorization" not in given and given.get("x-api-key"):  # an empty key is none
-            given["authorization"] = f"Bearer {given['x-api-key']}"
-        authorization = self.upstream().authorization(given)
-        if authorization:
-            headers["authorization"] = authorization
-        return headers
 
     async def _whole(
         self,

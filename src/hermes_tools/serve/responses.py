@@ -167,6 +167,8 @@ class Responses(Handler):
         transport = self.upstream().chat(
             self.upstream_headers(request), request.url.query, exchange.request_bytes
         )
+        if session is not None and not await self.rendered(session, transport, responder):
+            return
         kept = body.get("store") is not False
         assert isinstance(responder, ResponsesResponder)
 

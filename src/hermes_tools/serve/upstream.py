@@ -21,6 +21,7 @@ import anyio
 import anyio.to_thread
 import httpx
 
+from hermes_tools._policy.context_window import Answer, WindowQuestion, aask
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEventError
@@ -28,6 +29,8 @@ from hermes_tools.serve.exchange import count_upstream_request, note_upstream_he
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.wire import encode_in_pieces
 
+# How long the upstream may take to say a model's context window (asked once per process).
+WINDOW_SECONDS = 5.0
 # A request body at least this large is a large request (see `Upstream.computing`).
 LARGE_REQUEST_BYTES = 256 * 1024
 
@@ -50,11 +53,32 @@ class UpstreamChat:
         url: str,
         headers: Mapping[str, str],
         computing: anyio.CapacityLimiter | None = None,
+        base: str = "",
     ) -> None:
         self._http = http
         self._url = url
         self._headers = wire_headers({**headers, "content-type": "application/json"})
         self._computing = computing
+        self._base = base
+
+    async def context_window(self, model: str) -> int | None:
+        """The model's window as the upstream says it (asked once per process)."""
+
+        async def send(question: WindowQuestion) -> Answer:
+            response = await self._http.request(
+                question.method,
+                question.url,
+                json=question.body,
+                headers={k: v for k, v in self._headers.items() if k != b"content-type"},
+                timeout=WINDOW_SECONDS,
+            )
+            try:
+                data = response.json()
+            except ValueError:
+                data = None
+            return response.status_code, data
+
+        return await aask(self._base, model, send)
 
     async def _encoded(self, request: dict[str, Any]) -> bytes:
         """The request as JSON: for a large request written in a worker thread (a conversation
@@ -199,7 +223,13 @@ class Upstream:
         if query:
             url += "?" + query
         large = request_bytes >= LARGE_REQUEST_BYTES
-        return UpstreamChat(self.chat_http, url, headers, self._large if large else None)
+        return UpstreamChat(
+            self.chat_http,
+            url,
+            headers,
+            self._large if large else None,
+            self.settings.upstream_base,
+        )
 
     def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
         """The reply policy for a chat request, as `wrap()` makes it (with the options of the
@@ -213,13 +243,16 @@ class Upstream:
         """The reply policy even for a chat without tools (its reply is still read for
         reasoning and end tokens): the fronts whose answers are built from the policy's."""
         options = self.settings.endpoints[self.settings.endpoint_for(model)]
-        return ReplySession(
+        session = ReplySession(
             chat,
             options.format,
             options.reply,
             aggregate=chat.get("stream") is not True,
             endpoint=self.settings.upstream_base,
         )
+        if not session.needs_window:
+            session.render()  # here, off the event loop; otherwise see `Handler.rendered`
+        return session
 
     def url_for(self, path: str) -> str:
         """`/v1/X` is `X` under the upstream URL; any other path is that path on its host."""
