@@ -92,6 +92,8 @@ class Size:
     body_bytes: int = 0  # the upstream request's JSON body
     messages: int = 0
     notes: list[str] = field(default_factory=list)
+    # Each line of the tools prompt's <tools> block: (the function's name, chars, tokens).
+    tool_lines: list[tuple[str, int, int]] = field(default_factory=list)
 
     def add(self, part: str, text: str, tokenizer: Tokenizer) -> None:
         self.chars[part] += len(text)
@@ -120,6 +122,7 @@ def measure(body: dict[str, Any], tokenizer: Tokenizer) -> Size:
                 continue
             size.add("system", text[:start], tokenizer)
             size.add("tools", text[start:], tokenizer)
+            size.tool_lines = tool_lines(text[start:], tokenizer)
         elif message.get("role") == "system":
             size.add("reminders", text, tokenizer)
         else:
@@ -134,6 +137,21 @@ def measure(body: dict[str, Any], tokenizer: Tokenizer) -> Size:
     size.total_chars = len(templated)
     size.total_tokens = tokenizer.count(templated)
     return size
+
+
+def tool_lines(prompt: str, tokenizer: Tokenizer) -> list[tuple[str, int, int]]:
+    """Each line of the <tools> block the prompt holds, by the function it describes."""
+    start, end = prompt.find("<tools>\n"), prompt.find("\n</tools>")
+    if start < 0 or end < 0:
+        return []
+    found = []
+    for line in prompt[start + len("<tools>\n") : end].split("\n"):
+        try:
+            name = str(json.loads(line).get("name"))
+        except (json.JSONDecodeError, AttributeError):
+            name = line[:40]
+        found.append((name, len(line), tokenizer.count(line)))
+    return found
 
 
 def upstream_bodies(
@@ -222,6 +240,14 @@ def report(
             f"{ofcli[0].tokens['tools']:,} tokens "
             f"({100 * ofcli[0].tokens['tools'] / max(ofcli[0].total_tokens, 1):.0f}% of the prompt)"
         )
+        listed = sorted(sizes[first].tool_lines, key=lambda line: -line[2])
+        if listed:
+            lines.append(f"  {first}'s <tools> block by function (chars/tokens), largest first:")
+            for index in range(0, len(listed), 3):
+                row = listed[index : index + 3]
+                lines.append(
+                    "    " + "".join(f"{n} {c:,}/{t:,}".ljust(32) for n, c, t in row).rstrip()
+                )
     return "\n".join(lines) + "\n"
 
 
