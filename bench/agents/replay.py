@@ -6,6 +6,7 @@ the model's server evaluated and took from its cache.
     uv run python bench/agents/replay.py claude_code-read codex-read
     uv run python bench/agents/replay.py --serve-arg=--tool-budget=auto --json after.json
     uv run python bench/agents/replay.py --upstream http://127.0.0.1:8080/v1 --upstream-model m
+    uv run python bench/agents/replay.py --compare before.json after.json
 
 By default the local model (`--model`, Qwen2.5-Coder-1.5B) is served by llama.cpp at a
 `--context` window (32,768) for the length of the run, with the proxy (a `hermes-tools serve`
@@ -336,6 +337,26 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     )
 
 
+def compare(before_path: Path, after_path: Path) -> None:
+    """Two saved reports side by side, task by task."""
+    before, after = (json.loads(path.read_text()) for path in (before_path, after_path))
+    first, second = before.get("label") or before_path.name, after.get("label") or after_path.name
+    print(f"{'':20} {first:>34} | {second}")
+    earlier = {o["task"]: o for o in before["outcomes"]}
+    for now in after["outcomes"]:
+        then = earlier.get(now["task"])
+
+        def cell(o: dict[str, Any] | None) -> str:
+            if o is None:
+                return "-"
+            verdict = "RIGHT" if o["right"] else ("ERROR" if o["error"] else "wrong")
+            tokens = f"{o['prompt_tokens']:,} tok" if o.get("prompt_tokens") else "? tok"
+            return f"{verdict} {o['seconds']:7.1f} s {tokens:>10}"
+
+        print(f"{now['task']:20} {cell(then):>34} | {cell(now)}")
+    print(f"{'':20} {before['summary']}\n{'':20} {after['summary']}")
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("tasks", nargs="*", help="task keys (default: all ten)")
@@ -357,7 +378,13 @@ def main() -> None:
     options.add_argument("--warm", action="store_true", help="keep the server's cache between")
     options.add_argument("--json", type=Path, help="write every figure here")
     options.add_argument("--label", default="", help="a name for this run in the report")
+    options.add_argument(
+        "--compare", nargs=2, type=Path, metavar="JSON", help="show two saved reports; run nothing"
+    )
     args = options.parse_args()
+    if args.compare:
+        compare(*args.compare)
+        return
     tasks = [find_task(key) for key in args.tasks] if args.tasks else list(TASKS)
     temperature = None if args.temperature == "none" else float(args.temperature)
     serve_args = [*HARNESS_SERVE_ARGS, *args.serve_arg]
