@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,6 @@ class Task:
     files: Mapping[str, str]
     right: tuple[RightCall, ...]
     notes: str = ""
-    serves_fetch: bool = field(default=False)
 
     @property
     def key(self) -> str:
@@ -70,22 +70,13 @@ def prepare_folder(task: Task) -> Path:
     """Empty the task's folder and write its starting files."""
     folder = task_dir(task)
     if folder.exists():
-        _remove_tree(folder)
+        shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for relative, text in task.files.items():
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return folder
-
-
-def _remove_tree(folder: Path) -> None:
-    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if path.is_dir() and not path.is_symlink():
-            path.rmdir()
-        else:
-            path.unlink()
-    folder.rmdir()
 
 
 # --- argument checks ------------------------------------------------------------------------
@@ -208,7 +199,6 @@ TASKS: tuple[Task, ...] = (
             RightCall("WebFetch", "url", "url is the URL asked for", equals(FETCH_URL)),
             RightCall("Bash", "command", "command fetches the URL", mentions(re.escape(FETCH_URL))),
         ),
-        serves_fetch=True,
     ),
     Task(
         name="read",
@@ -267,7 +257,6 @@ TASKS: tuple[Task, ...] = (
         right=(
             RightCall("exec_command", "cmd", "cmd fetches the URL", mentions(re.escape(FETCH_URL))),
         ),
-        serves_fetch=True,
     ),
 )
 
