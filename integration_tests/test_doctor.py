@@ -106,7 +106,7 @@ def test_the_window_a_llama_cpp_server_says_gives_the_budget(server: ScriptedSer
     assert status == 0, out
     assert (
         "context window: the server says 32,768 tokens (tool_budget='auto' gives the tools' "
-        "text 2,048)" in out
+        "text 1,638)" in out
     )
 
 
@@ -119,7 +119,7 @@ def test_a_server_that_does_not_say_its_window_is_told_the_default(
     assert status == 0, out
     assert (
         "context window: the server does not say it; tool_budget='auto' assumes 8,192 tokens "
-        "(the tools' text gets 512): give the window the model runs with as context_window "
+        "(the tools' text gets 409): give the window the model runs with as context_window "
         "(serve: --context-window N)" in out
     )
 

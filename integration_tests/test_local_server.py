@@ -13,7 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from openai import OpenAI
 
+import hermes_tools
+from hermes_tools._policy.context_window import PROCESS_MEMORY
 from hermes_tools.local import (
     LocalModelError,
     LocalServer,
@@ -95,6 +98,36 @@ def test_the_local_server_keeps_no_logits_but_the_last(small_model: Path) -> Non
         )
     assert reply.status_code == 500
     assert "logits_all=False" in reply.text
+
+
+@needs_server
+@real_model_only
+def test_the_local_server_says_its_window_and_wrap_learns_it(small_model: Path) -> None:
+    """At `/props`, as llama.cpp's own server says it: `tool_budget="auto"` sizes the tools to
+    it instead of the default window."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{n}",
+                "description": f"Does thing number {n} for the user, as described at length.",
+                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
+            },
+        }
+        for n in range(40)
+    ]
+    with start_local_model(SMALL, context=4096, progress=None) as server:
+        props = httpx.get(f"http://127.0.0.1:{server.port}/props", timeout=30).json()
+        assert props["default_generation_settings"]["n_ctx"] == 4096
+        PROCESS_MEMORY.forget()
+        client = hermes_tools.wrap(OpenAI(base_url=server.base_url, api_key="none"))
+        client.chat.completions.create(
+            model=SMALL,
+            messages=[{"role": "user", "content": "Hi"}],
+            tools=tools,  # type: ignore[arg-type]
+            max_tokens=2,
+        )
+        assert PROCESS_MEMORY.recall(server.base_url + "/", SMALL) == 4096  # as the SDK says it
 
 
 @needs_server

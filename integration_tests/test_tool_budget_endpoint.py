@@ -134,7 +134,7 @@ def test_the_window_the_server_says_sets_the_budget_and_is_asked_once(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:
     client = hermes_tools.wrap(openai_client)
-    server.props = {"default_generation_settings": {"n_ctx": 262144}}  # 16,384 for tools
+    server.props = {"default_generation_settings": {"n_ctx": 262144}}  # 13,107 for tools
     server.script("One.", "Two.")
     ask(client, "Open an issue")
     ask(client, "Open another issue")
@@ -142,7 +142,7 @@ def test_the_window_the_server_says_sets_the_budget_and_is_asked_once(
     assert all(map(in_full, wide.values()))
     assert [r.path for r in server.requests].count("/props") == 1  # once per process
     PROCESS_MEMORY.forget()
-    server.props = {"default_generation_settings": {"n_ctx": 8192}}  # 512 for tools
+    server.props = {"default_generation_settings": {"n_ctx": 8192}}  # 409 for tools
     server.script("Three.")
     ask(client, "Open an issue")
     narrow = shown(server.bodies()[-1])
@@ -154,10 +154,10 @@ def test_a_small_tool_set_asks_the_server_nothing_and_is_shown_as_given(
 ) -> None:
     server.script("Fine.")
     hermes_tools.wrap(openai_client).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "Hi"}], tools=TOOLS[:2]
+        model="m", messages=[{"role": "user", "content": "Hi"}], tools=TOOLS[:1]
     )
     assert [r.path for r in server.requests] == ["/v1/chat/completions"]
-    plain = hermes_tools.HermesFormat().system_prompt(TOOLS[:2])
+    plain = hermes_tools.HermesFormat().system_prompt(TOOLS[:1])
     assert plain in server.bodies()[0]["messages"][0]["content"]
 
 

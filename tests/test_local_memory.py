@@ -81,15 +81,12 @@ def test_the_local_server_does_not_keep_every_positions_logits(tmp_path: Path) -
     assert command[command.index("--logits_all") + 1] == "false"
 
 
-# How `python -m llama_cpp.server` reads its command line (llama_cpp/server/__main__.py), run
-# apart: importing llama_cpp opens files it never closes.
+# How the server reads its command line (as llama_cpp/server/__main__.py does), run apart:
+# importing llama_cpp opens files it never closes.
 READ_SETTINGS = """
-import argparse, json, sys
-from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
-from llama_cpp.server.settings import ModelSettings, Settings
-parser = argparse.ArgumentParser()
-add_args_from_model(parser, Settings)
-model = parse_model_from_args(ModelSettings, parser.parse_args(sys.argv[1:]))
+import json, sys
+from hermes_tools.local.llama_server import read_settings
+_, model = read_settings(sys.argv[1:])
 print(json.dumps({"logits_all": model.logits_all, "n_ctx": model.n_ctx}))
 """
 
@@ -97,7 +94,7 @@ print(json.dumps({"logits_all": model.logits_all, "n_ctx": model.n_ctx}))
 @pytest.mark.skipif(not server_installed(), reason="llama.cpp is not installed")
 def test_llama_cpps_server_reads_the_command_line_as_logits_all_false(tmp_path: Path) -> None:
     command = LocalServer(tmp_path / "model.gguf", context=32768).command()
-    assert command[:3] == [sys.executable, "-m", "llama_cpp.server"]
+    assert command[:3] == [sys.executable, "-m", "hermes_tools.local.llama_server"]
     done = subprocess.run(
         [sys.executable, "-c", READ_SETTINGS, *command[3:]],
         capture_output=True,

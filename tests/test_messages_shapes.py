@@ -245,6 +245,39 @@ def test_an_error_result_is_written_back_as_an_error() -> None:
     assert '"error": "no city"' in rendered[-1]["content"]
 
 
+def test_system_messages_stay_where_they_are_among_earlier_turns_and_after_results() -> None:
+    turns = [
+        {"role": "user", "content": "Hi"},
+        {"role": "system", "content": "Skills: none."},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "Bye"},
+    ]
+    assert [m["content"] for m in request(messages=turns)["messages"]] == [
+        "Hi",
+        "Skills: none.",
+        "Hello.",
+        "Bye",
+    ]
+    after_results = request(
+        messages=[
+            {"role": "user", "content": "Weather in Oslo?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "4 C"}],
+            },
+            {"role": "system", "content": "Be brief."},
+        ],
+        tools=[WEATHER],
+    )
+    assert [m["role"] for m in after_results["messages"]] == ["user", "assistant", "tool", "system"]
+
+
 def test_system_messages_among_the_turns_and_json_answers() -> None:
     chat = request(
         messages=[
@@ -253,7 +286,11 @@ def test_system_messages_among_the_turns_and_json_answers() -> None:
         ],
         output_config={"format": {"type": "json_schema", "schema": {"type": "object"}}},
     )
-    assert chat["messages"][1] == {"role": "system", "content": "Agents: none."}
+    # Before the request it followed: the model reads the request last.
+    assert chat["messages"] == [
+        {"role": "system", "content": "Agents: none."},
+        {"role": "user", "content": "Hi"},
+    ]
     assert chat["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "output", "schema": {"type": "object"}},

@@ -108,10 +108,10 @@ def test_the_proxy_reads_the_budget_from_its_config() -> None:
     assert off.endpoints[0].reply.budget_tokens() is None
 
 
-def test_auto_takes_a_sixteenth_of_the_window_the_caller_or_server_gives() -> None:
-    assert ReplyOptions().budget_tokens() == 8192 // 16  # neither says
-    assert ReplyOptions().budget_tokens(server_window=32768) == 2048
-    assert ReplyOptions(context_window=16384).budget_tokens(server_window=32768) == 1024
+def test_auto_takes_a_twentieth_of_the_window_the_caller_or_server_gives() -> None:
+    assert ReplyOptions().budget_tokens() == 409  # neither says: 8,192 / 20
+    assert ReplyOptions().budget_tokens(server_window=32768) == 1638
+    assert ReplyOptions(context_window=16384).budget_tokens(server_window=32768) == 819
     assert ReplyOptions(tool_budget=None).budget_tokens(32768) is None
 
 

@@ -48,7 +48,7 @@ class ToolCallingSettings(BaseModel):
     tool_budget: Literal["auto"] | int | None = "auto"
     """Tokens the tools' text may take: when the tools do not fit, the ones the conversation
     needs are shown in full and the others as one-line catalogue entries (still callable).
-    "auto": a sixteenth of the context window; None: every tool in full."""
+    "auto": a twentieth of the context window; None: every tool in full."""
     context_window: int | None = None
     """The model's context window in tokens, for tool_budget="auto" (default: as the server
     says, else 8,192)."""

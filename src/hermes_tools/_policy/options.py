@@ -28,7 +28,7 @@ from hermes_tools.errors import FormatOptionError
 # servers run with when not told otherwise.
 DEFAULT_CONTEXT_WINDOW = 8192
 # The share of the window the tools' text may take under tool_budget="auto".
-AUTO_BUDGET_SHARE = 1 / 16
+AUTO_BUDGET_SHARE = 1 / 20
 
 ToolBudget = Literal["auto"] | int | None
 
@@ -80,7 +80,7 @@ class ReplyOptions:
         metadata=_option(
             "tokens the tools' text may take: when all the tools do not fit, the ones the "
             "conversation needs are shown in full and the rest as one-line catalogue entries; "
-            '"auto": a sixteenth of the context window; None (off): every tool in full'
+            '"auto": a twentieth of the context window; None (off): every tool in full'
         ),
     )
     context_window: int | None = field(

@@ -49,6 +49,7 @@ CATALOGUE_HEAD = (
 
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s+|$)")
+_WRAPPED = re.compile(r"<([A-Za-z][\w-]*)>.*?</\1>", re.DOTALL)
 _WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -340,7 +341,9 @@ def catalogue_entry(function: Mapping[str, Any]) -> CatalogueEntry:
 
 
 def last_user_text(messages: Iterable[object]) -> str:
-    """The text of the conversation's last user turn (what the others are ranked by)."""
+    """The text of the conversation's last user turn (what the others are ranked by), without
+    the context a client wraps in tags around it (Claude Code's `<system-reminder>`, Codex's
+    `<environment_context>`: pages of skills and agents that would outweigh the request)."""
     text = ""
     for message in messages:
         if not isinstance(message, Mapping) or message.get("role") != "user":
@@ -354,7 +357,8 @@ def last_user_text(messages: Iterable[object]) -> str:
                 for part in content
                 if isinstance(part, Mapping) and isinstance(part.get("text"), str)
             )
-    return text
+    request = _WRAPPED.sub(" ", text)
+    return request if request.strip() else text
 
 
 def called_tools(messages: Iterable[object]) -> list[str]:

@@ -336,7 +336,7 @@ def wrap(
     do not fit, the ones the conversation needs are shown in full and the others as one-line
     catalogue entries (name, first sentence, required parameters), still callable; the tool
     `tool_choice` names, tools the conversation called and `pinned_tools` are always in full.
-    "auto" is a sixteenth of the model's context window: `context_window` if given, else what
+    "auto" is a twentieth of the model's context window: `context_window` if given, else what
     the server says, else 8,192. None shows every tool in full.
     """
     if format is not None and format_options:

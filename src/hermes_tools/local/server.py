@@ -1,6 +1,7 @@
 """llama.cpp's OpenAI-compatible server on 127.0.0.1, started and stopped from Python.
 
-The server runs in a child process (`python -m llama_cpp.server`, from the `local` extra), so
+The server runs in a child process (llama_cpp.server, from the `local` extra, with the window
+it was given at `GET /props` as llama.cpp's own server says it: `llama_server.py`), so
 a crash in native code cannot take the caller down, and its output goes to a log file that is
 quoted when it fails to start.
 """
@@ -78,7 +79,7 @@ class LocalServer:
         return [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "hermes_tools.local.llama_server",  # llama_cpp.server, saying its window
             "--model",
             str(self.gguf),
             "--model_alias",

@@ -130,7 +130,7 @@ def chat_request(body: Mapping[str, Any], *, upstream_model: str, whole: bool) -
     known_ids: set[str] = set()
     for position, message in enumerate(body["messages"]):
         messages += _message(message, f"messages.{position}", known_ids)
-    request: dict[str, Any] = {"model": upstream_model, "messages": messages}
+    request: dict[str, Any] = {"model": upstream_model, "messages": _request_last(messages)}
     if tools:
         request["tools"] = tools
     choice = body.get("tool_choice")
@@ -148,6 +148,19 @@ def chat_request(body: Mapping[str, Any], *, upstream_model: str, whole: bool) -
         request["stream"] = True
         request["stream_options"] = {"include_usage": True}
     return request
+
+
+def _request_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """System messages right after the user's last message go just before it. Claude Code
+    sends its lists of agents and skills that way; a small model reads the last message as
+    what it is asked, and answered the lists instead of the request (a call to `Skill` when
+    asked to edit a line)."""
+    start = len(messages)
+    while start > 1 and messages[start - 1]["role"] == "system":
+        start -= 1
+    if start == len(messages) or messages[start - 1]["role"] != "user":
+        return messages
+    return [*messages[: start - 1], *messages[start:], messages[start - 1]]
 
 
 def _answer_format(body: Mapping[str, Any]) -> dict[str, Any] | None:
