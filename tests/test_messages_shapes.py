@@ -245,16 +245,19 @@ def test_an_error_result_is_written_back_as_an_error() -> None:
     assert '"error": "no city"' in rendered[-1]["content"]
 
 
-def test_system_messages_stay_where_they_are_among_earlier_turns_and_after_results() -> None:
+def test_system_messages_go_before_the_user_turn_they_follow_but_not_before_results() -> None:
     turns = [
         {"role": "user", "content": "Hi"},
         {"role": "system", "content": "Skills: none."},
+        {"role": "system", "content": "Agents: none."},
         {"role": "assistant", "content": "Hello."},
         {"role": "user", "content": "Bye"},
     ]
+    # The same order in this request as in the one before it, which ended at "Hi".
     assert [m["content"] for m in request(messages=turns)["messages"]] == [
-        "Hi",
         "Skills: none.",
+        "Agents: none.",
+        "Hi",
         "Hello.",
         "Bye",
     ]

@@ -229,9 +229,11 @@ def replay_one(
     log: ServerLog,
     temperature: float | None,
     max_tokens: int | None,
+    body: dict[str, Any] | None = None,
 ) -> Outcome:
+    """`body`: sent instead of the captured request's (its path and headers kept)."""
     captured = load_captured(task)
-    body = dict(captured["body"])
+    body = dict(captured["body"] if body is None else body)
     if temperature is not None:
         body["temperature"] = temperature
     if max_tokens is not None:

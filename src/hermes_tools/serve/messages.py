@@ -151,16 +151,18 @@ def chat_request(body: Mapping[str, Any], *, upstream_model: str, whole: bool) -
 
 
 def _request_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """System messages right after the user's last message go just before it. Claude Code
-    sends its lists of agents and skills that way; a small model reads the last message as
-    what it is asked, and answered the lists instead of the request (a call to `Skill` when
-    asked to edit a line)."""
-    start = len(messages)
-    while start > 1 and messages[start - 1]["role"] == "system":
-        start -= 1
-    if start == len(messages) or messages[start - 1]["role"] != "user":
-        return messages
-    return [*messages[: start - 1], *messages[start:], messages[start - 1]]
+    """A system message right after a user message goes just before it. Claude Code sends its
+    lists of agents and skills after the user's request; a small model reads the last message
+    as what it is asked, and answered the lists instead of the request (a call to `Skill` when
+    asked to edit a line). Moved wherever they are, the turns keep one order from request to
+    request, and a server's prompt cache holds."""
+    ordered: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "system" and ordered and ordered[-1]["role"] == "user":
+            ordered.insert(len(ordered) - 1, message)
+        else:
+            ordered.append(message)
+    return ordered
 
 
 def _answer_format(body: Mapping[str, Any]) -> dict[str, Any] | None:
