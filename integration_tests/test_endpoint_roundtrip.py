@@ -98,7 +98,7 @@ def test_round_trip_sync(server: ScriptedServer, openai_client: OpenAI) -> None:
     results = upstream[1]["messages"][3]
     assert results["role"] == "user"
     assert (
-        '"tool_call_id": "call_r", "name": "get_weather", "content": "18C rain"'
+        '"tool_call_id": "call_2", "name": "get_weather", "content": "18C rain"'
         in results["content"]
     )
 

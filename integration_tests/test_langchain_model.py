@@ -168,11 +168,11 @@ def test_history_reaches_the_endpoint_as_text(server: ScriptedServer, chat: Any)
     assert '{"name": "get_weather", "arguments": {"city": "Paris"}}' in messages[2]["content"]
     assert '{"name": "get_weather", "arguments": {"city": "Ber}' in messages[2]["content"]
     assert (
-        '{"tool_call_id": "call_p", "name": "get_weather", "content": "21C"}'
+        '{"tool_call_id": "call_1", "name": "get_weather", "content": "21C"}'
         in messages[3]["content"]
     )
     assert (
-        '{"tool_call_id": "call_b", "name": "get_weather", "error": "city not found"}'
+        '{"tool_call_id": "call_2", "name": "get_weather", "error": "city not found"}'
         in messages[3]["content"]
     )
     assert "tools" not in server.bodies()[0]

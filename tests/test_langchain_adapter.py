@@ -104,11 +104,11 @@ def test_history_keeps_everything_the_format_engine_needs() -> None:
     assert '"arguments": {"city": "Oslo"}' in rendered[2]["content"]
     assert '"arguments": {"city": "Ber}' in rendered[2]["content"]
     assert (
-        '{"tool_call_id": "c1", "name": "get_weather", "content": "sunny"}'
+        '{"tool_call_id": "call_1", "name": "get_weather", "content": "sunny"}'
         in rendered[3]["content"]
     )
     assert (
-        '{"tool_call_id": "c2", "name": "get_weather", "error": "could not run"}'
+        '{"tool_call_id": "call_2", "name": "get_weather", "error": "could not run"}'
         in rendered[3]["content"]
     )
 

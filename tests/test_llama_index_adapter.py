@@ -95,10 +95,13 @@ def test_history_with_blocks_tool_ids_and_images_is_rendered() -> None:
     assert "hidden" not in rendered[2]["content"]
     assert '"arguments": {"city": "Oslo"}' in rendered[2]["content"]
     assert (
-        '{"tool_call_id": "c1", "name": "get_weather", "content": "sunny"}'
+        '{"tool_call_id": "call_1", "name": "get_weather", "content": "sunny"}'
         in rendered[3]["content"]
     )
-    assert '{"tool_call_id": "c3", "name": "get_time", "content": "noon"}' in rendered[5]["content"]
+    assert (
+        '{"tool_call_id": "call_3", "name": "get_time", "content": "noon"}'
+        in rendered[5]["content"]
+    )
 
 
 # -- cumulative responses --------------------------------------------------------------------

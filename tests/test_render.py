@@ -225,10 +225,31 @@ def test_results_carry_name_and_id_and_are_grouped_into_one_turn() -> None:
     assert [m["role"] for m in rendered] == ["assistant", "user"]
     blocks = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", rendered[1]["content"], re.S)
     assert [json.loads(block) for block in blocks] == [
-        {"tool_call_id": "c1", "name": "get_weather", "content": "sunny"},
-        {"tool_call_id": "c2", "name": "get_time", "content": ["noon"]},
+        {"tool_call_id": "call_1", "name": "get_weather", "content": "sunny"},
+        {"tool_call_id": "call_2", "name": "get_time", "content": ["noon"]},
     ]
     assert rendered[1]["content"].endswith("</tool_response>\n\nand?")
+
+
+def test_results_name_their_calls_by_number_whatever_ids_the_client_gave() -> None:
+    def conversation(first: str, second: str) -> list[dict[str, Any]]:
+        return [
+            {"role": "user", "content": "Weather and time?"},
+            {
+                "role": "assistant",
+                "tool_calls": [call(first, "get_weather", "{}"), call(second, "get_time", "{}")],
+            },
+            {"role": "tool", "tool_call_id": second, "content": "noon"},
+            {"role": "tool", "tool_call_id": first, "content": "sunny"},
+        ]
+
+    # Random ids (a framework's, a client's) would make the same conversation read differently
+    # from run to run: the model sees the order the calls were made in instead.
+    one = FMT.render_messages(conversation("call_8f3a91", "call_07bc2e"), TOOLS)
+    two = FMT.render_messages(conversation("toolu_01X", "toolu_01Y"), TOOLS)
+    assert one == two
+    assert '{"tool_call_id": "call_2", "name": "get_time", "content": "noon"}' in one[-1]["content"]
+    assert '{"tool_call_id": "call_1", "name": "get_weather"' in one[-1]["content"]
 
 
 def test_error_results_are_marked() -> None:
@@ -255,8 +276,8 @@ def test_tool_result_role_tool_keeps_tool_messages() -> None:
         ]
     )
     assert rendered[1:] == [
-        {"role": "tool", "content": "noon", "name": "get_time", "tool_call_id": "c1"},
-        {"role": "tool", "content": "later", "tool_call_id": "c2"},
+        {"role": "tool", "content": "noon", "name": "get_time", "tool_call_id": "call_1"},
+        {"role": "tool", "content": "later", "tool_call_id": "c2"},  # no call made it
     ]
 
 

@@ -62,11 +62,33 @@ class _Message:
         return message
 
 
+class _PastCalls:
+    """The conversation's calls by id: their tool, and the number their results are written
+    with (`call_1`, `call_2`, ... in the order they were made). The ids are the client's or
+    the framework's, often random: written as they are, the same conversation would read
+    differently from run to run, and a model at temperature 0 answer differently."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str, int]] = {}
+
+    def add(self, call_id: str, name: str) -> None:
+        self._known.setdefault(call_id, (name, len(self._known) + 1))
+
+    def name(self, call_id: str) -> str | None:
+        known = self._known.get(call_id)
+        return known[0] if known else None
+
+    def label(self, call_id: str) -> str:
+        """What a result names its call by (an id no call made: as it is)."""
+        known = self._known.get(call_id)
+        return f"call_{known[1]}" if known else call_id
+
+
 def render_conversation(
     messages: Iterable[object], tools_prompt: str, options: RenderOptions
 ) -> list[dict[str, Any]]:
     rendered: list[_Message] = []
-    call_names: dict[str, str] = {}
+    call_names = _PastCalls()
     for position, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise MessageFormatError(
@@ -84,7 +106,7 @@ def render_conversation(
 def _render_message(
     message: Mapping[str, Any],
     position: int,
-    call_names: dict[str, str],
+    call_names: _PastCalls,
     options: RenderOptions,
 ) -> _Message:
     role = message.get("role")
@@ -112,7 +134,7 @@ def _render_message(
 
 
 def _assistant_text(
-    message: Mapping[str, Any], call_names: dict[str, str], options: RenderOptions
+    message: Mapping[str, Any], call_names: _PastCalls, options: RenderOptions
 ) -> str:
     pieces = []
     text = _text_of(message.get("content"), None).strip()
@@ -138,7 +160,7 @@ def _assistant_text(
             )
         call_id = call.get("id")
         if isinstance(call_id, str) and call_id:
-            call_names[call_id] = function["name"]
+            call_names.add(call_id, function["name"])
         pieces.append(render_call(function["name"], function.get("arguments"), options))
     return "\n".join(pieces)
 
@@ -274,14 +296,14 @@ def _tag_head(text: str) -> str:
 def _tool_result(
     message: Mapping[str, Any],
     position: int,
-    call_names: dict[str, str],
+    call_names: _PastCalls,
     options: RenderOptions,
 ) -> _Message:
-    call_id = message.get("tool_call_id")
-    call_id = call_id if isinstance(call_id, str) else None
+    given_id = message.get("tool_call_id")
+    call_id = call_names.label(given_id) if isinstance(given_id, str) and given_id else None
     name = message.get("name")
     if not isinstance(name, str) or not name:
-        name = call_names.get(call_id or "")
+        name = call_names.name(given_id) if isinstance(given_id, str) else None
     content = message.get("content")
     text = _text_of(content, position)
     others = _non_text_parts(content)
