@@ -17,7 +17,7 @@ from hermes_tools._policy.context_window import PROCESS_MEMORY
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
-# Sixty tools in the shapes MCP servers publish: each with a paragraph of description.
+# Twenty-four tools in the shapes MCP servers publish: each with a paragraph of description.
 AREAS = {
     "files": ["read_file", "write_file", "list_directory", "move_file", "search_files"],
     "git": ["git_status", "git_diff", "git_commit", "git_log", "git_branch"],
