@@ -51,7 +51,8 @@ def window_questions(base_url: str, model: str) -> list[WindowQuestion]:
     ]
 
 
-def _positive(value: object) -> int | None:
+def window_size(value: object) -> int | None:
+    """`value` if it can be a window (a whole number above 0), else None."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         return None
     return value
@@ -61,9 +62,9 @@ def _llama_cpp(answer: Any, model: str) -> int | None:
     if not isinstance(answer, Mapping):
         return None
     settings = answer.get("default_generation_settings")
-    if isinstance(settings, Mapping) and _positive(settings.get("n_ctx")):
-        return _positive(settings.get("n_ctx"))
-    return _positive(answer.get("n_ctx"))
+    if isinstance(settings, Mapping) and window_size(settings.get("n_ctx")):
+        return window_size(settings.get("n_ctx"))
+    return window_size(answer.get("n_ctx"))
 
 
 def _vllm(answer: Any, model: str) -> int | None:
@@ -73,13 +74,13 @@ def _vllm(answer: Any, model: str) -> int | None:
     entries = [entry for entry in data if isinstance(entry, Mapping)]
     named = [entry for entry in entries if entry.get("id") == model]
     chosen = named or (entries if len(entries) == 1 else [])
-    return _positive(chosen[0].get("max_model_len")) if chosen else None
+    return window_size(chosen[0].get("max_model_len")) if chosen else None
 
 
 def _lm_studio(answer: Any, model: str) -> int | None:
     if not isinstance(answer, Mapping):
         return None
-    return _positive(answer.get("loaded_context_length")) or _positive(
+    return window_size(answer.get("loaded_context_length")) or window_size(
         answer.get("max_context_length")
     )
 
@@ -97,7 +98,7 @@ def _ollama(answer: Any, model: str) -> int | None:
             return int(found.group(1))
     info = answer.get("model_info")
     trained = [
-        _positive(value)
+        window_size(value)
         for key, value in (info.items() if isinstance(info, Mapping) else ())
         if key.endswith(".context_length")
     ]

@@ -132,6 +132,7 @@ class ReplySession:
         self._parallel = parallel
         self._options = options
         self._server_window = server_window
+        self._window_asked = server_window is not None
         self._pinned = list(options.pinned_tools)
         self._copied: dict[str, list[str]] = {}  # tool -> numbers its examples gave to calls
         self._tools_shown: list[dict[str, Any]] | None = None  # None: the tools as given
@@ -193,7 +194,7 @@ class ReplySession:
     def needs_window(self) -> bool:
         """Whether the tool budget needs the model's context window, which the server may say
         (see `context_window`; a transport asks it, and tells `window_known`)."""
-        if self._messages is not None or self._server_window is not None:
+        if self._messages is not None or self._window_asked:
             return False
         if not (self._options.needs_window and self._toolbox):
             return False
@@ -209,6 +210,7 @@ class ReplySession:
     def window_known(self, window: int | None) -> None:
         """The window the server said (None: it says nothing; the default is used)."""
         self._server_window = window
+        self._window_asked = True
 
     def render(self) -> None:
         """Render the conversation now, with the window known so far (the first request does

@@ -20,6 +20,7 @@ from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 
+from hermes_tools._policy.context_window import window_size
 from hermes_tools._policy.request import NOT_KEYWORDS, stop_sequences
 from hermes_tools.langchain.errors import HermesInnerModelError
 
@@ -161,11 +162,8 @@ _WINDOW_FIELDS = ("n_ctx", "num_ctx", "context_window", "max_context_length")
 
 def model_window(model: object) -> int | None:
     """The context window a model in this process says it runs with, if it says."""
-    for name in _WINDOW_FIELDS:
-        value = getattr(model, name, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+    windows = (window_size(getattr(model, name, None)) for name in _WINDOW_FIELDS)
+    return next((window for window in windows if window), None)
 
 
 class ChatModelTransport(_ChatModelCalls):

@@ -26,6 +26,7 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.llms import LLM
 
+from hermes_tools._policy.context_window import window_size
 from hermes_tools._policy.request import NOT_KEYWORDS
 from hermes_tools.errors import InnerModelError
 
@@ -89,9 +90,7 @@ class _LLMCalls:
 
 def llm_window(llm: LLM) -> int | None:
     """The context window an LLM's metadata gives, if it gives one."""
-    window = getattr(getattr(llm, "metadata", None), "context_window", None)
-    positive = isinstance(window, int) and not isinstance(window, bool) and window > 0
-    return window if positive else None
+    return window_size(getattr(getattr(llm, "metadata", None), "context_window", None))
 
 
 class LLMTransport(_LLMCalls):
