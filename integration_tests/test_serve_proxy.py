@@ -160,6 +160,38 @@ def test_a_configured_upstream_key_replaces_the_clients(
 # -- format options per model --------------------------------------------------------------------
 
 
+def test_a_rules_sampling_fills_in_what_a_client_leaves_unset_on_every_front(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
+) -> None:
+    import anthropic
+
+    proxy = start_proxy(
+        models=[
+            {
+                "match": "claude-*",
+                "upstream_model": "small",
+                "sampling": {"temperature": 0, "top_k": 20},
+            },
+            {"match": "*", "sampling": {"temperature": 0.2}},
+        ]
+    )
+    server.fallback = Reply("OK.")
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    client.chat.completions.create(model="qwen2.5", messages=QUESTION, tools=TOOLS)
+    client.chat.completions.create(model="qwen2.5", messages=QUESTION, temperature=0.9)
+    client.responses.create(
+        model="gpt-9", input="Hi", tools=[{**TOOLS[0]["function"], "type": "function"}]
+    )
+    claude = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    claude.messages.create(model="claude-9", max_tokens=64, messages=QUESTION)
+    claude.messages.create(
+        model="claude-9", max_tokens=64, messages=QUESTION, extra_body={"temperature": 1.0}
+    )
+
+    sent = [(body.get("temperature"), body.get("top_k")) for body in server.bodies()]
+    assert sent == [(0.2, None), (0.9, None), (0.2, None), (0, 20), (1.0, 20)]
+
+
 def test_model_rules_choose_the_format(
     server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
 ) -> None:

@@ -84,6 +84,16 @@ def test_a_config_file(tmp_path: Path) -> None:
             "In the model rule 1 (match = 'a*'): call_tag and response_tag must differ",
         ),
         ("timeout = 0", "timeout must be more than 0 seconds"),
+        (
+            '[[models]]\nmatch = "*"\nsampling = { max_tokens = 9 }',
+            "sampling in the model rule 1 (match = '*') cannot set 'max_tokens'; it sets "
+            "temperature, top_p",
+        ),
+        (
+            '[format]\nsampling = { temperature = "low" }',
+            "sampling.temperature in the format options must be a number, not 'low'",
+        ),
+        ("[format]\nsampling = 0.2", "'sampling' in the format options must be a dict"),
         ('upstream = "localhost:8080"', "must be an http:// or https:// URL"),
     ],
 )

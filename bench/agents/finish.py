@@ -15,7 +15,8 @@ without asking (`--allowedTools`); Codex runs with `--sandbox danger-full-access
 folder (the folder is all it is given). Each task has `--minutes` (10) before it is stopped.
 The sampling is the CLI's own (neither sets a temperature: the model's server default).
 
-Prints one line per task (verdict, minutes, the model's generations, the last words) and a summary;
+Prints one line per task (verdict, minutes, requests to the model, the last words); each task's
+CLI output and what the model was asked and wrote are kept beside its folder and a summary;
 asserts nothing.
 """
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -35,7 +35,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import BENCH_ROOT, CLIENT_KEY, claude_command, codex_home, fresh_dir, running_proxy
+from harness import (
+    BENCH_ROOT,
+    CLIENT_KEY,
+    RecordingRelay,
+    Relayed,
+    claude_command,
+    codex_home,
+    fresh_dir,
+    running_proxy,
+)
 
 from hermes_tools.local import start_local_model
 
@@ -156,7 +165,7 @@ class Run:
     finished: bool
     why_not: str
     seconds: float
-    generations: int
+    model_requests: int
     last_words: str
 
 
@@ -241,18 +250,33 @@ def _run(command: list[str], folder: Path, env: dict[str, str], seconds: float) 
 CLIS = {"claude_code": claude, "codex": codex}
 
 
-def generations(server_log: Path | None, since: int) -> int:
-    """The generations the model's server ran since byte `since` of its log (llama.cpp prints
-    its timings once for each)."""
-    if server_log is None or not server_log.exists():
-        return 0
-    with server_log.open("rb") as log:
-        log.seek(since)
-        return len(re.findall(rb"prompt eval time", log.read()))
+def transcript(asked: list[Relayed]) -> str:
+    """What the proxy asked the model and what the model wrote, request by request: the
+    messages after the system prompt, then the reply's text as streamed."""
+    parts = []
+    for number, relayed in enumerate(asked, 1):
+        body = json.loads(relayed.body or b"{}")
+        messages = body.get("messages") or []
+        shown = [m for m in messages if m.get("role") != "system"]
+        said = "".join(
+            choice.get("delta", {}).get("content") or ""
+            for line in relayed.answer.decode(errors="replace").splitlines()
+            if line.startswith("data: {")
+            for choice in json.loads(line[6:]).get("choices", [])
+        )
+        if not said and relayed.answer.startswith(b"{"):
+            answer = json.loads(relayed.answer)
+            said = "".join(
+                (c.get("message") or {}).get("content") or "" for c in answer.get("choices", [])
+            )
+        parts.append(f"--- request {number}: {len(messages)} messages; the last ones:")
+        parts.extend(f"[{m.get('role')}] {m.get('content')}" for m in shown[-3:])
+        parts.append(f"--- the model wrote:\n{said}")
+    return "\n".join(parts)
 
 
-def log_size(server_log: Path | None) -> int:
-    return server_log.stat().st_size if server_log is not None and server_log.exists() else 0
+def model_requests(relay: RecordingRelay, since: int) -> list[Relayed]:
+    return [r for r in relay.requests[since:] if r.path.endswith("/chat/completions")]
 
 
 def main() -> None:
@@ -273,34 +297,37 @@ def main() -> None:
         stack.callback(server.stop)
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         serve_args = ["--timeout", "1200", *args.serve_arg]
+        relay = stack.enter_context(RecordingRelay(server.base_url.removesuffix("/v1")))
         proxy = stack.enter_context(
-            running_proxy(server.base_url, server.alias, serve_args, scratch)
+            running_proxy(relay.url + "/v1", server.alias, serve_args, scratch)
         )
         for cli in clis:
             for job in jobs:
                 folder = folder_for(cli, job)
-                since = log_size(server.log_path)
+                since = len(relay.requests)
                 started = time.monotonic()
                 said, trace = CLIS[cli](job, folder, proxy.url, args.minutes * 60)
                 seconds = time.monotonic() - started
                 why_not = job.done(said, folder)
                 if trace.startswith("stopped after"):
                     why_not = trace.splitlines()[0] + "; " + why_not
+                asked = model_requests(relay, since)
                 run = Run(
                     cli,
                     job.name,
                     not why_not,
                     why_not,
                     round(seconds, 1),
-                    generations(server.log_path, since),
+                    len(asked),
                     " ".join(said.split())[-200:],
                 )
                 runs.append(run)
                 (folder.parent / f"{cli}-{job.name}.trace.txt").write_text(trace)
+                (folder.parent / f"{cli}-{job.name}.model.txt").write_text(transcript(asked))
                 verdict = "DONE" if run.finished else "not done"
                 print(
                     f"{cli:12} {job.name:12} {verdict:8} {seconds / 60:5.1f} min "
-                    f"{run.generations:3} generations  {run.why_not or run.last_words[-100:]}",
+                    f"{run.model_requests:3} requests  {run.why_not or run.last_words[-100:]}",
                     flush=True,
                 )
     for cli in clis:

@@ -97,6 +97,7 @@ class Relayed:
     headers: dict[str, str]
     body: bytes
     status: int = 0
+    answer: bytes = b""
 
 
 _HOP_BY_HOP = {
@@ -147,6 +148,7 @@ class RecordingRelay:
             relayed.method, self.target + relayed.path, headers=headers, content=relayed.body
         )
         relayed.status = response.status_code
+        relayed.answer = response.content
         return response
 
 

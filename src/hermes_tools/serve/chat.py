@@ -63,6 +63,7 @@ class ChatCompletions(Handler):
         exchange.stream = body.get("stream") is True
         exchange.tools = len(body.get("tools") or [])
         chat = {**body, "model": self.settings.upstream_model(body["model"])}
+        self.settings.fill_sampling(chat, body["model"])
         return chat, self.upstream().session(chat, body["model"])
 
     async def _whole(

@@ -737,6 +737,7 @@ class _MessagesHandler(Handler):
             chat = chat_request(
                 body, upstream_model=self._upstream_model(body.get("model")), whole=whole
             )
+            self.settings.fill_sampling(chat, body["model"])
             return body, self.upstream().reply_session(chat, body["model"])
 
         return await self.prepared(request, responder, read)

@@ -190,6 +190,7 @@ class Responses(Handler):
         if refused is not None:
             raise RequestRejected(refused, "model", "model_not_found")
         read = read_request(body, self._previous(body), self.settings.upstream_model(model))
+        self.settings.fill_sampling(read.chat, model)
         exchange.stream = read.stream
         exchange.tools = len(read.chat.get("tools") or [])
         return body, read, self.upstream().session(read.chat, model)

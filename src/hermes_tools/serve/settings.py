@@ -20,6 +20,7 @@ Settings come from the command line and an optional TOML config file:
     [[models]]                # clients that send their own model names (Codex, Claude Code)
     match = "gpt-*"
     upstream_model = "qwen2.5-coder-7b"   # the name the upstream is asked for
+    sampling = { temperature = 0.2 }      # where the client's request sets none
 
 Other top-level keys concern the fronts rather than the format: `reject_unmatched_models = true`
 answers a model that no rule matches with a 400 (instead of passing its name upstream);
@@ -73,8 +74,21 @@ OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "pinned_tools": (list,),
     "parse_without_tools": (bool,),
     "upstream_model": (str,),
+    "sampling": (dict,),
 }
-_NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model")
+_NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model", "sampling")
+# What `sampling` may set: the chat-completions request's sampling fields, and those the
+# common local servers (llama.cpp, vLLM, Ollama's OpenAI routes) read beside them.
+SAMPLING_FIELDS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repeat_penalty",
+)
 _CONFIG_KEYS = (
     "upstream",
     "timeout",
@@ -102,6 +116,8 @@ class EndpointOptions:
     parse_without_tools: bool = False
     # The model name the upstream is asked for (None: the client's, as it came).
     upstream_model: str | None = None
+    # Sampling fields the upstream request gets where the client's sets none.
+    sampling: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -204,6 +220,13 @@ class ServeSettings:
         """The model name the upstream is asked for, for a request asking for `model`."""
         return self.endpoints[self.endpoint_for(model)].upstream_model or model
 
+    def fill_sampling(self, chat: dict[str, Any], model: str) -> None:
+        """Give the upstream request `chat` the sampling fields the rule for `model` sets,
+        where the client's request set none."""
+        for name, value in self.endpoints[self.endpoint_for(model)].sampling.items():
+            if chat.get(name) is None:
+                chat[name] = value
+
     def maps(self, model: str) -> bool:
         """Whether the config says anything about `model`: a rule matches it, or the format
         options give every model an `upstream_model`."""
@@ -278,8 +301,23 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
     except HermesToolsError as exc:
         raise ServeConfigError(f"In {where}: {exc}") from None
     return EndpointOptions(
-        fmt, reply_options, options.get("parse_without_tools", False), upstream_model
+        fmt,
+        reply_options,
+        options.get("parse_without_tools", False),
+        upstream_model,
+        _sampling(options.get("sampling", {}), where),
     )
+
+
+def _sampling(values: Mapping[str, Any], where: str) -> dict[str, float]:
+    for name, value in values.items():
+        if name not in SAMPLING_FIELDS:
+            raise ServeConfigError(
+                f"sampling in {where} cannot set {name!r}; it sets {', '.join(SAMPLING_FIELDS)}."
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ServeConfigError(f"sampling.{name} in {where} must be a number, not {value!r}.")
+    return dict(values)
 
 
 def _rule(entry: object, number: int) -> ModelRule:
