@@ -104,6 +104,15 @@ def test_the_tool_the_question_needs_ranks_first_and_is_shown_in_full(
     assert set(view.catalogued) | {name for name, _ in view.full} == {s.name for s in SPECS}
 
 
+def test_file_names_in_the_request_do_not_rank_tools() -> None:
+    # "report.py" names the user's file, not the task-list tool that "reports"; "weather.csv"
+    # is not a question about the weather.
+    reporting = [*TOOLS, function("ReportFindings", "Report findings of a review.")]
+    specs = tool_specs(reporting)
+    assert rank(specs, "Run report.py with python in the shell")[0] == "Bash"
+    assert rank(SPECS, "Read data/weather.csv and sum the column")[0] == "Read"
+
+
 def test_named_called_and_pinned_tools_are_always_in_full_even_past_the_budget() -> None:
     view = select_tools(
         SPECS, 10, query="weather", required=["Read"], called=["WebFetch"], pinned=["TodoWrite"]

@@ -11,9 +11,9 @@ reply policy's part).
 
 In full, always: the tool `tool_choice` names, the tools the conversation has called, and the
 tools the caller pins. The others are ranked by how well they match the conversation's last
-user turn (BM25, `bm25s`, over the tools' names, descriptions and parameters, stemmed), and
-taken in that order (a tool the conversation then calls keeps its place: it was in full
-already). Before a tool leaves the full set, the descriptions of the ones in it are cut, at a
+user turn (BM25L, `bm25s`, over the tools' names, descriptions and parameters, stemmed; file
+names in the request left out), and taken in that order (a tool the conversation then calls
+keeps its place: it was in full already). Before a tool leaves the full set, the descriptions of the ones in it are cut, at a
 paragraph or sentence end, down to their first sentence; names, types, enums and `required`
 are never cut.
 
@@ -51,6 +51,9 @@ _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s+|$)")
 _WRAPPED = re.compile(r"<([A-Za-z][\w-]*)>.*?</\1>", re.DOTALL)
 _WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# A file's name or path in a request (`notes.txt`, `src/report.py`): it names what to act on,
+# not how; as words (`report`, `py`) it would rank tools by the user's file names.
+_FILE_NAMES = re.compile(r"(?:[\w~.-]*/)*[\w-]+\.[A-Za-z]\w{0,7}\b")
 
 
 def estimated_tokens(text: str) -> int:
@@ -221,11 +224,13 @@ class _Costs:
 
 
 def rank(specs: Sequence[ToolSpec], query: str) -> list[str]:
-    """The tools' names, the best match for `query` first (BM25 over each tool's name, its
-    description and its parameters' names and descriptions, stemmed); ties in the tools' order."""
+    """The tools' names, the best match for `query` first (BM25L, over each tool's name, its
+    description and its parameters' names and descriptions, stemmed; the query's file names
+    left out); ties in the tools' order. BM25L, because an agent's main tools (its shell, its
+    file reader) have the longest descriptions, which plain BM25 holds against them."""
     if not specs:
         return []
-    words = _words(query)
+    words = _words(_FILE_NAMES.sub(" ", query))
     if not words:
         return [spec.name for spec in specs]
     import bm25s  # type: ignore[import-untyped]  # imported where tools are ranked: numpy
@@ -234,7 +239,7 @@ def rank(specs: Sequence[ToolSpec], query: str) -> list[str]:
     stemmer = Stemmer.Stemmer("english")
     corpus = [" ".join(_words(_document(spec))) or spec.name for spec in specs]
     tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False)
-    index = bm25s.BM25()
+    index = bm25s.BM25(method="bm25l")
     index.index(tokens, show_progress=False)
     query_tokens = bm25s.tokenize(
         [" ".join(words)], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
