@@ -13,11 +13,12 @@ any `--serve-arg`) in front of it; the CLIs are the pinned versions the integrat
 off the network but for 127.0.0.1. Claude Code may use Bash, Read, Write, Edit, Glob and Grep
 without asking (`--allowedTools`); Codex runs with `--sandbox danger-full-access` in the task's
 folder (the folder is all it is given). Each task has `--minutes` (10) before it is stopped.
-The sampling is the CLI's own (neither sets a temperature: the model's server default).
+Neither CLI sets a temperature; the proxy's model rule gives the model `--temperature` (0)
+where the request sets none (`sampling`; `--temperature none` leaves the server's default, 0.8).
 
-Prints one line per task (verdict, minutes, requests to the model, the last words); each task's
-CLI output and what the model was asked and wrote are kept beside its folder and a summary;
-asserts nothing.
+Prints one line per task (verdict, minutes, requests to the model, the last words) and a
+summary; each task's CLI output, and what the model was asked and wrote, are kept beside its
+folder (`/tmp/hermes-agent-bench/finish/`). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -287,6 +288,11 @@ def main() -> None:
     options.add_argument("--context", type=int, default=32768)
     options.add_argument("--minutes", type=float, default=10)
     options.add_argument("--serve-arg", action="append", default=[], metavar="FLAG")
+    options.add_argument(
+        "--temperature",
+        default="0",
+        help="the proxy's sampling for requests that set none (default 0; 'none': the server's)",
+    )
     options.add_argument("--json", type=Path)
     args = options.parse_args()
     jobs = [job for job in JOBS if not args.jobs or job.name in args.jobs]
@@ -297,9 +303,14 @@ def main() -> None:
         stack.callback(server.stop)
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         serve_args = ["--timeout", "1200", *args.serve_arg]
+        rule = (
+            []
+            if args.temperature == "none"
+            else [f"sampling = {{ temperature = {float(args.temperature)} }}"]
+        )
         relay = stack.enter_context(RecordingRelay(server.base_url.removesuffix("/v1")))
         proxy = stack.enter_context(
-            running_proxy(relay.url + "/v1", server.alias, serve_args, scratch)
+            running_proxy(relay.url + "/v1", server.alias, serve_args, scratch, rule)
         )
         for cli in clis:
             for job in jobs:
@@ -339,6 +350,7 @@ def main() -> None:
             "model": args.model,
             "context": args.context,
             "serve_args": args.serve_arg,
+            "temperature": args.temperature,
             "runs": [asdict(run) for run in runs],
         }
         args.json.write_text(json.dumps(report, indent=2) + "\n")

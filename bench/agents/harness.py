@@ -61,22 +61,27 @@ CODEX_MODEL = "qwen2.5-coder"  # the model name Codex is configured with (as in 
 # --- the proxy ------------------------------------------------------------------------------
 
 
-def proxy_config(where: Path, upstream: str, upstream_model: str) -> Path:
-    """A config mapping every model name the CLIs send (claude-*, the Codex model) upstream."""
+def proxy_config(where: Path, upstream: str, upstream_model: str, rule: Sequence[str] = ()) -> Path:
+    """A config mapping every model name the CLIs send (claude-*, the Codex model) upstream;
+    `rule`: more lines for that model rule (`sampling = { temperature = 0 }`)."""
     path = where / "serve.toml"
-    path.write_text(
-        f'upstream = "{upstream}"\n\n[[models]]\nmatch = "*"\nupstream_model = "{upstream_model}"\n'
-    )
+    lines = [f'upstream = "{upstream}"', "", "[[models]]", 'match = "*"']
+    lines += [f'upstream_model = "{upstream_model}"', *rule]
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 
 @contextmanager
 def running_proxy(
-    upstream: str, upstream_model: str, serve_args: Sequence[str], where: Path
+    upstream: str,
+    upstream_model: str,
+    serve_args: Sequence[str],
+    where: Path,
+    rule: Sequence[str] = (),
 ) -> Iterator[ServeProcess]:
     """`hermes-tools serve` (a real subprocess) in front of `upstream`, stopped on exit.
     `serve_args` are passed through: flags given there come after the harness's own."""
-    config = proxy_config(where, upstream, upstream_model)
+    config = proxy_config(where, upstream, upstream_model, rule)
     proxy = ServeProcess("--config", str(config), *serve_args)
     try:
         proxy.wait_until_healthy()
