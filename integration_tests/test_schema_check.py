@@ -70,20 +70,6 @@ def test_a_call_to_a_tool_that_does_not_exist_is_invalid_and_never_streamed(
     assert whole.choices[0].finish_reason == "stop"
 
 
-def test_a_call_without_tags_to_a_made_up_tool_is_asked_again_naming_the_tools(
-    wrap: Any, server: ScriptedServer, openai_client: OpenAI
-) -> None:
-    client = wrap(openai_client)
-    made_up = '```json\n{"name": "Run", "arguments": {"command": "weather Paris"}}\n```'
-    whole, streamed = both_ways(client, server, [Reply(made_up, chunks=4), FIXED])
-    same_answer(whole, streamed)
-    message = whole.choices[0].message
-    assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"city": "Paris"}]
-    assert message.content in (None, "")
-    retry = server.bodies()[1]["messages"][-1]
-    assert "there is no tool named 'Run'; the tools are get_weather, get_time" in retry["content"]
-
-
 def test_a_call_that_fits_is_untouched(
     wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:

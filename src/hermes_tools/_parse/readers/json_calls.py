@@ -122,16 +122,7 @@ class _StringArguments(_CollectString):
 
 
 class _Call:
-    __slots__ = (
-        "args",
-        "arguments_given",
-        "extra_keys",
-        "extras",
-        "keys",
-        "pending",
-        "raw_start",
-        "unbound",
-    )
+    __slots__ = ("args", "arguments_given", "extra_keys", "extras", "pending", "raw_start")
 
     def __init__(self, pending: PendingCall, raw_start: int) -> None:
         self.pending = pending
@@ -140,8 +131,6 @@ class _Call:
         self.arguments_given = False
         self.extras: CanonicalWriter | None = None
         self.extra_keys: list[str] = []
-        self.keys: list[str] = []  # the object's own keys, as written
-        self.unbound = False  # its name is no bound tool's
 
 
 class _State(IdentityEnum):
@@ -160,10 +149,8 @@ class JsonCallReader(CallReader[_State]):
     between calls is ignored. Events go to the emitter.
 
     `strict` is for a bare JSON object outside any tag: one object, only call-shaped keys, and
-    a bound tool's name, or exactly `{"name": ..., "arguments": {...}}` naming another tool
-    (the model meant a call: it becomes an invalid call that says which tools there are);
-    anything else sets `rejected` (the lexer stops right after the token that decided it) and
-    the text is not a call. `require_arguments` (for objects inside an
+    a bound tool's name; anything else sets `rejected` (the lexer stops right after the token
+    that decided it) and the text is not a call. `require_arguments` (for objects inside an
     echoed `<tools>` block) also refuses an object without an `"arguments"` key, so that the
     tool signatures of a prompt (`"parameters"`) are never read as calls.
     """
@@ -537,7 +524,6 @@ class JsonCallReader(CallReader[_State]):
         if call is None:
             return
         field = _field(name)
-        call.keys.append(name)
         if self._strict and name not in SHAPE_KEYS:
             self._reject()
         if self._require_arguments and field is _Field.ARGUMENTS and name != "arguments":
@@ -633,13 +619,10 @@ class JsonCallReader(CallReader[_State]):
             return
         if field is _Field.NAME:
             call.pending.set_name("".join(route.parts))
-            if self._strict and not (
-                call.pending.name is not None and self._toolbox.is_bound(call.pending.name)
+            if self._strict and (
+                call.pending.name is None or not self._toolbox.is_bound(call.pending.name)
             ):
-                if call.pending.name and self._toolbox.specs:
-                    call.unbound = True  # a call only in the exact shape: see `_close_call`
-                else:
-                    self._reject()
+                self._reject()
         elif field is _Field.ARGUMENTS and isinstance(route, _StringArguments):
             self._settle_string_arguments(call, route)
 
@@ -680,9 +663,7 @@ class JsonCallReader(CallReader[_State]):
         call = self._call
         assert call is not None
         if self._strict and (
-            call.pending.name is None
-            or (self._require_arguments and not call.arguments_given)
-            or (call.unbound and (sorted(call.keys) != ["arguments", "name"] or call.args is None))
+            call.pending.name is None or (self._require_arguments and not call.arguments_given)
         ):
             self._reject()  # a JSON object, not a call
             return
