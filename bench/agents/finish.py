@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,11 +105,10 @@ NOTES = (
     "2. The release codename is BLUE-HERON.\n3. Tag the commit and push the tag.\n"
 )
 LOG = "".join(
-    f"2026-11-02 10:{minute:02d}:00 INFO request served in {minute * 7 % 90 + 3} ms\n"
+    f"2026-11-02 10:{minute:02d}:00 ERROR disk quota exceeded on volume vol-7731\n"
+    if minute == 23
+    else f"2026-11-02 10:{minute:02d}:00 INFO request served in {minute * 7 % 90 + 3} ms\n"
     for minute in range(40)
-).replace(
-    "10:23:00 INFO request served in 64 ms",
-    "10:23:00 ERROR disk quota exceeded on volume vol-7731",
 )
 REPORT = """orders = [412, 1730, 988, 1052]
 print(f"total orders: {sum(orders)}")
@@ -252,13 +252,12 @@ CLIS = {"claude_code": claude, "codex": codex}
 
 
 def transcript(asked: list[Relayed]) -> str:
-    """What the proxy asked the model and what the model wrote, request by request: the
-    messages after the system prompt, then the reply's text as streamed."""
+    """What the proxy asked the model and what the model wrote, request by request: the tools
+    shown, the last messages after the system prompt, then the reply's text as streamed."""
     parts = []
     for number, relayed in enumerate(asked, 1):
         body = json.loads(relayed.body or b"{}")
         messages = body.get("messages") or []
-        shown = [m for m in messages if m.get("role") != "system"]
         said = "".join(
             choice.get("delta", {}).get("content") or ""
             for line in relayed.answer.decode(errors="replace").splitlines()
@@ -270,8 +269,13 @@ def transcript(asked: list[Relayed]) -> str:
             said = "".join(
                 (c.get("message") or {}).get("content") or "" for c in answer.get("choices", [])
             )
-        parts.append(f"--- request {number}: {len(messages)} messages; the last ones:")
-        parts.extend(f"[{m.get('role')}] {m.get('content')}" for m in shown[-3:])
+        system = next((m.get("content") for m in messages if m.get("role") == "system"), "")
+        full = re.findall(r'^\{"name":"([^"]+)"', str(system), re.MULTILINE)
+        listed = re.findall(r"^- ([\w.-]+)\(", str(system), re.MULTILINE)
+        parts.append(f"--- request {number}: tools in full {full}; catalogued {listed}")
+        parts.append(f"{len(messages)} messages; the last ones:")
+        rest = [m for m in messages if m.get("role") != "system"]
+        parts.extend(f"[{m.get('role')}] {m.get('content')}" for m in rest[-3:])
         parts.append(f"--- the model wrote:\n{said}")
     return "\n".join(parts)
 
