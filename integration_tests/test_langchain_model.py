@@ -200,12 +200,12 @@ def test_request_parameters_reach_the_endpoint(server: ScriptedServer, chat: Any
         temperature=0.1,
         max_tokens=50,
         stop=["END"],
-        model_kwargs={"seed": 3},
+        model_kwargs={"user": "u-3"},
         extra_body={"top_k": 5},
     ).invoke("hi")
     first = server.bodies()[0]
     assert {
-        k: first[k] for k in ("model", "temperature", "max_tokens", "stop", "seed", "top_k")
+        k: first[k] for k in ("model", "temperature", "max_tokens", "stop", "user", "top_k")
     } == {
         "model": "qwen-test",
         "temperature": 0.1,
@@ -215,7 +215,7 @@ def test_request_parameters_reach_the_endpoint(server: ScriptedServer, chat: Any
             "<tool_response>",
             '{"tool_call_id"',
         ],  # ours: a made-up tool result ends the reply
-        "seed": 3,
+        "user": "u-3",
         "top_k": 5,
     }
     assert first["stream"] is False  # invoking makes a plain request, as ChatOpenAI does

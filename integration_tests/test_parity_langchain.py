@@ -163,6 +163,48 @@ def test_constructor_options_reach_the_endpoint_alike(server: ScriptedServer) ->
     assert len(seen) == 2  # both went through the caller's http client
 
 
+def test_a_keyword_that_is_no_option_reaches_the_endpoint_with_a_warning_alike(
+    server: ScriptedServer,
+) -> None:
+    built = []
+    for cls in (ChatOpenAI, ChatHermes):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = cls(
+                model="qwen-test",
+                base_url=server.base_url,
+                api_key="k",
+                max_retries=0,
+                user="u-1",
+                model_kwargs={"temperature": 0.3},  # a fresh dict: ChatOpenAI changes it
+            )
+        built.append(model)
+        said = " ".join(str(w.message) for w in caught)
+        assert "user" in said
+        assert "temperature" in said
+        assert model.model_kwargs == {"user": "u-1"}
+        assert model.temperature == 0.3
+    native, ours = differential(
+        server, [say("Hi.")], lambda: built[0], lambda: built[1], lambda m: m.invoke("hi").text
+    )
+    assert native.result == ours.result == "Hi."
+    for run in (native, ours):
+        assert (run.bodies[0]["user"], run.bodies[0]["temperature"]) == ("u-1", 0.3)
+
+
+def test_a_misspelled_option_is_named_with_the_option_it_may_mean() -> None:
+    with pytest.warns(
+        UserWarning, match=r"'sintax' is not a ChatHermes option \(did you mean 'syntax'\?\)"
+    ):
+        model = ChatHermes(
+            model="m", base_url="http://127.0.0.1:9/v1", api_key="k", sintax="pythonic"
+        )
+    assert model.model_kwargs == {"sintax": "pythonic"}
+    assert model.syntax == "json"  # the option it was meant for keeps its default
+    with pytest.raises(ValueError, match="top_k is given twice"):
+        ChatHermes(model="m", api_key="k", top_k=1, model_kwargs={"top_k": 2})
+
+
 @pytest.mark.parametrize("timeout", [(5.0, 5.0), 5, httpx.Timeout(5.0, connect=2.0)])
 def test_every_timeout_shape_is_accepted(server: ScriptedServer, timeout: Any) -> None:
     native, ours = differential(

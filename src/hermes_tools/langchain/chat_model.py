@@ -8,7 +8,9 @@ streams when `streaming=True`), `stream` streams; both give one message.
 
 from __future__ import annotations
 
+import difflib
 import os
+import warnings
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
@@ -35,6 +37,21 @@ def _base_url_from_env() -> str | None:
 
 def _organization_from_env() -> str | None:
     return os.environ.get("OPENAI_ORG_ID") or os.environ.get("OPENAI_ORGANIZATION") or None
+
+
+def _option_names(model: Any) -> set[str]:
+    """A pydantic model's field names and every name a field accepts."""
+    names: set[str] = set()
+    for name, field in model.model_fields.items():
+        names.add(name)
+        if field.alias:
+            names.add(field.alias)
+        aliases = field.validation_alias
+        if isinstance(aliases, str):
+            names.add(aliases)
+        elif isinstance(aliases, AliasChoices):
+            names.update(choice for choice in aliases.choices if isinstance(choice, str))
+    return names
 
 
 class ChatHermes(HermesSettings, ToolCallingChatModel):
@@ -109,6 +126,40 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
     """An `httpx.Client` for the synchronous requests."""
     http_async_client: Any | None = Field(default=None, exclude=True)
     """An `httpx.AsyncClient` for the asynchronous requests."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_options_to_model_kwargs(cls, values: Any) -> Any:
+        """As ChatOpenAI does: a keyword that is no option is sent with every request, in
+        `model_kwargs`, with a warning (naming the option it may have meant); an option given
+        in `model_kwargs` is taken as the option, with a warning."""
+        if not isinstance(values, dict):
+            return values
+        known = _option_names(cls)
+        values = dict(values)
+        extra = dict(values.get("model_kwargs") or {})
+        for name in [name for name in values if name not in known]:
+            if name in extra:
+                raise ValueError(f"{name} is given twice, as a keyword and in model_kwargs.")
+            nearest = difflib.get_close_matches(name, sorted(known), n=1)
+            meant = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+            warnings.warn(
+                f"{name!r} is not a ChatHermes option{meant}; it is sent with every request, "
+                "in model_kwargs, as ChatOpenAI does.",
+                UserWarning,
+                stacklevel=4,
+            )
+            extra[name] = values.pop(name)
+        for name in sorted(known.intersection(extra)):
+            warnings.warn(
+                f"{name!r} is a ChatHermes option: give it as {name}=..., not in model_kwargs.",
+                UserWarning,
+                stacklevel=4,
+            )
+            values[name] = extra.pop(name)
+        if extra or "model_kwargs" in values:
+            values["model_kwargs"] = extra
+        return values
 
     @model_validator(mode="after")
     def _check_choices(self) -> ChatHermes:
