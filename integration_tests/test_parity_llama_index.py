@@ -128,6 +128,18 @@ def test_constructor_options_reach_the_endpoint_alike(server: ScriptedServer) ->
     assert len(seen) == 2
 
 
+def test_a_keyword_that_is_no_option_is_dropped_alike(server: ScriptedServer) -> None:
+    # OpenAILike takes unknown keywords and does nothing with them; so does HermesLLM
+    # (`additional_kwargs` is how both send other request fields).
+    native, ours = differential(
+        server, [say("Hi.")], *pair(server, sintax="json"), lambda llm: llm.chat(user("hi"))
+    )
+    assert observed(native.result) == observed(ours.result)
+    for run in (native, ours):
+        assert "sintax" not in run.bodies[0]
+    assert request_options(native.bodies[0]) == request_options(ours.bodies[0])
+
+
 def test_reasoning_effort_is_sent(server: ScriptedServer) -> None:
     """On purpose: OpenAILike sends `reasoning_effort` to OpenAI's o1 models only."""
     native, ours = differential(
