@@ -39,11 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (
     BENCH_ROOT,
-    CLIENT_KEY,
     RecordingRelay,
     Relayed,
     claude_command,
-    codex_home,
+    claude_env,
+    codex_command,
+    codex_env,
     fresh_dir,
     running_proxy,
 )
@@ -178,35 +179,13 @@ def folder_for(cli: str, job: Job) -> Path:
 
 
 def claude(job: Job, folder: Path, base_url: str, seconds: float) -> tuple[str, str]:
-    home = fresh_dir(BENCH_ROOT / "home" / "claude_code")
-    from harness import CLAUDE_OFFLINE
-
-    env = {
-        "PATH": _path(),
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": CLIENT_KEY,
-        **CLAUDE_OFFLINE,
-    }
     command = [str(claude_command()), "-p", job.prompt, "--allowedTools", CLAUDE_TOOLS]
-    return _run(command, folder, env, seconds)
+    return _run(command, folder, claude_env(base_url), seconds)
 
 
 def codex(job: Job, folder: Path, base_url: str, seconds: float) -> tuple[str, str]:
-    from harness import codex_command
-
-    home = codex_home(base_url)
     last = folder.parent / f"codex-{job.name}.last.txt"
     last.unlink(missing_ok=True)
-    env = {
-        "PATH": _path(),
-        "HOME": str(home.parent),
-        "CODEX_HOME": str(home),
-        "HERMES_TOOLS_API_KEY": CLIENT_KEY,
-        "NO_COLOR": "1",
-        "RUST_LOG": "error",
-    }
     command = [
         str(codex_command()),
         "exec",
@@ -220,14 +199,8 @@ def codex(job: Job, folder: Path, base_url: str, seconds: float) -> tuple[str, s
         str(last),
         job.prompt,
     ]
-    output, trace = _run(command, folder, env, seconds)
+    output, trace = _run(command, folder, codex_env(base_url), seconds)
     return (last.read_text() if last.exists() else output), trace
-
-
-def _path() -> str:
-    import os
-
-    return os.environ.get("PATH", "")
 
 
 def _run(command: list[str], folder: Path, env: dict[str, str], seconds: float) -> tuple[str, str]:

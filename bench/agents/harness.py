@@ -264,10 +264,10 @@ def fresh_dir(path: Path) -> Path:
     return path
 
 
-def run_claude(task: Task, base_url: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`claude -p PROMPT` in the task's folder, with a fresh HOME, pointed at `base_url`."""
+def claude_env(base_url: str) -> dict[str, str]:
+    """Claude Code's environment: a fresh HOME, pointed at `base_url`, off the network."""
     home = fresh_dir(BENCH_ROOT / "home" / "claude_code")
-    env = {
+    return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
@@ -275,10 +275,14 @@ def run_claude(task: Task, base_url: str, timeout: float = 300) -> subprocess.Co
         "ANTHROPIC_API_KEY": CLIENT_KEY,
         **CLAUDE_OFFLINE,
     }
+
+
+def run_claude(task: Task, base_url: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`claude -p PROMPT` in the task's folder, with a fresh HOME, pointed at `base_url`."""
     return subprocess.run(
         [str(claude_command()), "-p", task.prompt],
         cwd=task.folder,
-        env=env,
+        env=claude_env(base_url),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -312,11 +316,10 @@ env_key = "HERMES_TOOLS_API_KEY"
     return home
 
 
-def run_codex(task: Task, base_url: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`codex exec PROMPT` in the task's folder (workspace-write sandbox), pointed at
-    `base_url`."""
+def codex_env(base_url: str) -> dict[str, str]:
+    """Codex's environment: a fresh CODEX_HOME whose config points it at `base_url`."""
     home = codex_home(base_url)
-    env = {
+    return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home.parent),
         "CODEX_HOME": str(home),
@@ -324,6 +327,11 @@ def run_codex(task: Task, base_url: str, timeout: float = 300) -> subprocess.Com
         "NO_COLOR": "1",
         "RUST_LOG": "error",
     }
+
+
+def run_codex(task: Task, base_url: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`codex exec PROMPT` in the task's folder (workspace-write sandbox), pointed at
+    `base_url`."""
     return subprocess.run(
         [
             str(codex_command()),
@@ -336,7 +344,7 @@ def run_codex(task: Task, base_url: str, timeout: float = 300) -> subprocess.Com
             str(task.folder),
             task.prompt,
         ],
-        env=env,
+        env=codex_env(base_url),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
