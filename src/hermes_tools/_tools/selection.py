@@ -13,9 +13,9 @@ In full, always: the tool `tool_choice` names, the tools the conversation has ca
 tools the caller pins. The others are ranked by how well they match the conversation's last
 user turn (BM25L, `bm25s`, over the tools' names, descriptions and parameters, stemmed; file
 names in the request left out), and taken in that order (a tool the conversation then calls
-keeps its place: it was in full already). Before a tool leaves the full set, the descriptions of the ones in it are cut, at a
-paragraph or sentence end, down to their first sentence; names, types, enums and `required`
-are never cut.
+keeps its place: it was in full already). Before a tool leaves the full set, the descriptions
+of the ones in it are cut, at a paragraph or sentence end, down to their first sentence;
+names, types, enums and `required` are never cut.
 
 The shown tools keep the order they were given in, and the same tools, budget and conversation
 state give the same text: the system prompt stays byte-identical from turn to turn of an agent's
