@@ -210,3 +210,14 @@ def test_console_script_is_installed(tools_file: Path) -> None:
         check=True,
     )
     assert json.loads(done.stdout)["tool_calls"][0]["arguments"] == {"city": "Oslo"}
+
+
+def test_the_bare_command_prints_what_it_can_do() -> None:
+    executable = shutil.which("hermes-tools", path=str(Path(sys.executable).parent))
+    assert executable is not None
+    done = subprocess.run([executable], capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    assert done.stderr == ""
+    assert done.stdout.startswith("usage: hermes-tools")
+    for command in ("serve", "doctor", "prompt", "parse", "local"):
+        assert command in done.stdout

@@ -712,7 +712,7 @@ def test_upstream_model_maps_client_model_names(tmp_path: Any) -> None:
     everything = ServeSettings("http://h:1/v1", options={"upstream_model": "one"})
     assert everything.upstream_model("anything") == "one"
     assert everything.maps("claude-x")
-    with pytest.raises(ServeConfigError, match=r"upstream_model.* must be a str"):
+    with pytest.raises(ServeConfigError, match=r"upstream_model.* must be a string"):
         ServeSettings("http://h:1/v1", models=(ModelRule("c*", {"upstream_model": 3}),))
     with pytest.raises(ServeConfigError, match="must name a model"):
         ServeSettings("http://h:1/v1", models=(ModelRule("c*", {"upstream_model": " "}),))

@@ -73,7 +73,10 @@ def test_a_config_file(tmp_path: Path) -> None:
         ('upstream = "x"\nport = 3', "unknown keys ['port']"),
         ("[format]\nthink = true", "Unknown option 'think' in the format options"),
         ('[format]\nsyntax = "xml"', "syntax must be one of 'json', 'qwen3_coder', 'pythonic'"),
-        ('[format]\nthink_open = "yes"', "'think_open' in the format options must be a bool"),
+        (
+            '[format]\nthink_open = "yes"',
+            "'think_open' in the format options must be true or false, not 'yes'",
+        ),
         (
             "[format]\nrepair_attempts = -1",
             "In the format options: repair_attempts must be a whole number of at least 0",
@@ -85,6 +88,10 @@ def test_a_config_file(tmp_path: Path) -> None:
         ),
         ("timeout = 0", "timeout must be more than 0 seconds"),
         (
+            "[format]\ntool_budget = 1.5",
+            "'tool_budget' in the format options must be a string or a whole number, not 1.5",
+        ),
+        (
             '[[models]]\nmatch = "*"\nsampling = { max_tokens = 9 }',
             "sampling in the model rule 1 (match = '*') cannot set 'max_tokens'; it sets "
             "temperature, top_p",
@@ -93,7 +100,7 @@ def test_a_config_file(tmp_path: Path) -> None:
             '[format]\nsampling = { temperature = "low" }',
             "sampling.temperature in the format options must be a number, not 'low'",
         ),
-        ("[format]\nsampling = 0.2", "'sampling' in the format options must be a dict"),
+        ("[format]\nsampling = 0.2", "'sampling' in the format options must be a table"),
         ('upstream = "localhost:8080"', "must be an http:// or https:// URL"),
     ],
 )

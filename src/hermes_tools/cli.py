@@ -43,7 +43,11 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _arguments().parse_args(argv)
+    parser = _arguments()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help()  # a bare `hermes-tools`: what it can do, not an error
+        return 0
+    args = parser.parse_args(argv)
     try:
         return int(args.run(args, sys.stdin, sys.stdout))
     except (CliError, HermesToolsError) as exc:

@@ -76,6 +76,14 @@ OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "upstream_model": (str,),
     "sampling": (dict,),
 }
+# How a config's values are named in its messages (TOML's words, not Python's).
+_KINDS = {
+    str: "a string",
+    int: "a whole number",
+    bool: "true or false",
+    list: "a list",
+    dict: "a table",
+}
 _NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model", "sampling")
 # What `sampling` may set: the chat-completions request's sampling fields, and those the
 # common local servers (llama.cpp, vLLM, Ollama's OpenAI routes) read beside them.
@@ -285,8 +293,8 @@ def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions
             )
         wrong_bool = isinstance(value, bool) and bool not in expected
         if wrong_bool or not isinstance(value, expected):
-            said = " or ".join(kind.__name__ for kind in expected)
-            raise ServeConfigError(f"Option {name!r} in {where} must be a {said}, not {value!r}.")
+            said = " or ".join(_KINDS[kind] for kind in expected)
+            raise ServeConfigError(f"Option {name!r} in {where} must be {said}, not {value!r}.")
     upstream_model = options.get("upstream_model")
     if upstream_model is not None and not upstream_model.strip():
         raise ServeConfigError(
