@@ -322,3 +322,58 @@ def test_the_serve_command_runs_stateless_workers(server: ScriptedServer, tmp_pa
     assert len(set(re.findall(r"Started server process \[(\d+)\]", output))) == 2
     assert output.count("POST /v1/chat/completions") == count
     assert "proxy-key" not in output
+
+
+def test_serve_on_a_port_in_use_stops_with_a_hint_before_saying_it_serves() -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hermes_tools.cli",
+                "serve",
+                "--upstream",
+                "http://127.0.0.1:9/v1",
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert f"Port {port} on 127.0.0.1 is in use" in done.stderr
+    assert "--port" in done.stderr
+    assert "serving" not in done.stdout + done.stderr
+
+
+def test_serve_refuses_a_port_that_cannot_be() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hermes_tools.cli",
+            "serve",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--port",
+            "99999",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "must be a port from 1 to 65535, not 99999" in done.stderr

@@ -168,6 +168,18 @@ def test_serve_help_lists_the_options() -> None:
     )
     for option in ("--upstream", "--workers", "--config", "--api-key", "--think-open"):
         assert option in done.stdout
+    said = " ".join(done.stdout.split())
+    for route in ("/v1/chat/completions", "/v1/responses", "/v1/messages", "passthrough"):
+        assert route in said
+
+
+def test_every_flag_of_serve_and_doctor_says_what_it_is() -> None:
+    from hermes_tools.cli import _arguments
+
+    commands = _arguments()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name in ("serve", "doctor"):
+        for action in commands[name]._actions:
+            assert action.help, f"{name} {action.option_strings} has no help"
 
 
 def test_importing_the_package_and_cli_imports_no_server_stack() -> None:

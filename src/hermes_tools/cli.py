@@ -94,7 +94,9 @@ def _arguments() -> argparse.ArgumentParser:
     doctor.add_argument(
         "--model", metavar="NAME", help="the model to check (the only one listed if unset)"
     )
-    doctor.add_argument("--api-key", default="", metavar="KEY")
+    doctor.add_argument(
+        "--api-key", default="", metavar="KEY", help="the endpoint's key, if it needs one"
+    )
     doctor.add_argument(
         "--syntax",
         action="append",

@@ -41,11 +41,13 @@ def add_serve_command(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="run an OpenAI-compatible proxy that gives any client tool calling",
-        description="Run an OpenAI-compatible server in front of UPSTREAM: clients send `tools` "
-        "to /v1/chat/completions (or the Responses API, /v1/responses) as they would to OpenAI "
-        "and get native tool calls back, streamed or not; every other path is passed through "
-        "to UPSTREAM unchanged. Stateless: "
-        "scale it with --workers or more replicas behind a load balancer.",
+        description="Run a server in front of UPSTREAM (a chat-completions endpoint): clients "
+        "send `tools` to /v1/chat/completions, /v1/responses (OpenAI's Responses API) or "
+        "/v1/messages (Anthropic's Messages API) as they would to OpenAI or Anthropic, and get "
+        "native tool calls back, streamed or not. GET /v1/models, POST /v1/completions and "
+        "POST /v1/embeddings pass through to UPSTREAM; other routes only where the config's "
+        "`passthrough` opens them. Stateless: scale it with --workers or more replicas behind "
+        "a load balancer.",
     )
     serve.add_argument(
         "--upstream",
@@ -54,7 +56,7 @@ def add_serve_command(commands: Any) -> None:
         "(or `upstream` in the config file)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
     serve.add_argument(
         "--workers", type=_positive, default=1, help="worker processes sharing the port (1)"
     )
@@ -198,6 +200,36 @@ def _budget(value: str) -> str | int:
         return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError("must be auto, off or a number of tokens") from None
+
+
+def _port(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, not {value!r}") from None
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 1 to 65535, not {number}")
+    return number
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Stop with a hint before the server starts on a port something already listens on
+    (uvicorn would log that it serves there, then fail)."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # uvicorn says what else went wrong
+            raise ServeConfigError(
+                f"Port {port} on {host} is in use: stop what listens there, or give "
+                "another with --port."
+            ) from None
 
 
 def _positive(value: str) -> int:
@@ -344,6 +376,7 @@ def log_config(level: str) -> dict[str, Any]:
 def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
     settings = settings_from_arguments(args)
     check_exposure(args.host, settings, args.no_api_key)
+    check_port_free(args.host, args.port)
     try:
         import uvicorn
 
