@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -221,3 +222,23 @@ def test_the_bare_command_prints_what_it_can_do() -> None:
     assert done.stdout.startswith("usage: hermes-tools")
     for command in ("serve", "doctor", "prompt", "parse", "local"):
         assert command in done.stdout
+
+
+def test_the_readmes_langchain_install_line_installs_what_its_quickstart_imports() -> None:
+    # pip install "hermes-tools[langchain]" alone gave `No module named 'langchain'` for the
+    # README's first snippet (create_agent).
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    (install,) = [
+        line
+        for line in readme.splitlines()
+        if line.startswith('pip install "hermes-tools[langchain]"')
+    ]
+    installed = {"hermes_tools", "openai", "langchain_core"}  # the package and the extra
+    installed.update(word for word in install.split("#")[0].split() if word.isidentifier())
+    quickstart = next(block for block in readme.split("```python")[1:] if "ChatHermes(" in block)
+    imported = {
+        name.split(".")[0]
+        for name in re.findall(r"^(?:from|import) ([\w.]+)", quickstart, re.MULTILINE)
+    }
+    assert "langchain" in imported
+    assert imported <= installed | {"json", "os", "typing"}, imported - installed
