@@ -203,6 +203,11 @@ def test_a_misspelled_option_is_named_with_the_option_it_may_mean() -> None:
     assert model.syntax == "json"  # the option it was meant for keeps its default
     with pytest.raises(ValueError, match="top_k is given twice"):
         ChatHermes(model="m", api_key="k", top_k=1, model_kwargs={"top_k": 2})
+    # An option given as a keyword and in model_kwargs (under any of its names): ChatOpenAI
+    # refuses it too ("supplied twice").
+    for inside in ({"temperature": 0.3}, {"model_name": "other"}, {"model": "other"}):
+        with pytest.raises(ValueError, match="is given twice"):
+            ChatHermes(model="m", api_key="k", temperature=0.2, model_kwargs=inside)
 
 
 @pytest.mark.parametrize("timeout", [(5.0, 5.0), 5, httpx.Timeout(5.0, connect=2.0)])

@@ -374,7 +374,17 @@ BAD_REQUESTS = [
         "Invalid schema for function 'get_weather': 'txt' is not valid",
     ),
     (good(tool_choice=5), "tool_choice", "must be a string or an object"),
-    (good(tool_choice="get_time_in_mars"), None, "tool_choice names 'get_time_in_mars'"),
+    (
+        good(tool_choice="sometimes"),
+        None,
+        "tool_choice must be 'auto', 'none', 'required' or the name of one of the tools "
+        "(get_weather, get_time), not 'sometimes'",
+    ),
+    (
+        good(tool_choice={"type": "function", "function": {"name": "get_time_in_mars"}}),
+        None,
+        "tool_choice names 'get_time_in_mars'",
+    ),
     (
         good(messages=[*QUESTION, {"role": "assistant", "tool_calls": [{"id": "1"}]}]),
         None,

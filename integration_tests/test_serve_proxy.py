@@ -179,9 +179,10 @@ def test_a_rules_sampling_fills_in_what_a_client_leaves_unset_on_every_front(
     client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
     client.chat.completions.create(model="qwen2.5", messages=QUESTION, tools=TOOLS)
     client.chat.completions.create(model="qwen2.5", messages=QUESTION, temperature=0.9)
-    client.responses.create(
+    response = client.responses.create(
         model="gpt-9", input="Hi", tools=[{**TOOLS[0]["function"], "type": "function"}]
     )
+    assert response.temperature == 0.2  # the response says what the model was asked
     claude = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
     claude.messages.create(model="claude-9", max_tokens=64, messages=QUESTION)
     claude.messages.create(

@@ -453,6 +453,11 @@ def post(proxy: RunningProxy, **body: Any) -> httpx.Response:
             "non-empty string",
         ),
         ({"tools": [{"type": "web_search"}]}, "tools[0].type", "Only function tools"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+            "tools[0]",
+            "is a Chat Completions tool",
+        ),
         ({"tools": [WEATHER, {"type": "file_search"}]}, "tools[1].type", "'file_search' tool"),
         (
             {"tools": [{**WEATHER, "parameters": {"type": "object", "properties": 3}}]},

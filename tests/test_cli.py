@@ -169,7 +169,11 @@ def test_prompt_prints_the_system_prompt(
         (["parse", "--jsonl"], "not json\n", "line 1: not JSON"),
         (["parse", "--jsonl"], '{"txt": 1}\n', 'line 1: expected an object with a "text"'),
         (["parse", "--jsonl"], '{"text": "x", "options": {"speed": 1}}\n', "unknown options"),
-        (["prompt", "--tools", "TOOLS", "--tool-choice", "nope"], "", "not among the tools"),
+        (
+            ["prompt", "--tools", "TOOLS", "--tool-choice", "nope"],
+            "",
+            "or the name of one of the tools",
+        ),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_2(

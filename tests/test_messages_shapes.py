@@ -355,6 +355,11 @@ def test_metadata_thinking_and_unknown_top_level_fields_are_not_sent() -> None:
             "tools.0.type",
             "server tools",
         ),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+            "tools.0",
+            "is a Chat Completions tool",
+        ),
         ({"tools": [WEATHER], "tool_choice": {"type": "all"}}, "tool_choice.type", "auto, any"),
         (
             {"tools": [WEATHER], "tool_choice": {"type": "tool", "name": "nope"}},

@@ -98,7 +98,19 @@ def test_a_config_file(tmp_path: Path) -> None:
         ),
         (
             '[format]\nsampling = { temperature = "low" }',
-            "sampling.temperature in the format options must be a number, not 'low'",
+            "sampling.temperature in the format options must be a finite number, not \"low\"",
+        ),
+        (
+            "[format]\nsampling = { temperature = nan }",
+            "sampling.temperature in the format options must be a finite number, not nan",
+        ),
+        (
+            "[format]\nsampling = { top_k = 20.5 }",
+            "sampling.top_k in the format options must be a whole number, not 20.5",
+        ),
+        (
+            "[format]\nsampling = { seed = true }",
+            "sampling.seed in the format options must be a whole number, not true",
         ),
         ("[format]\nsampling = 0.2", "'sampling' in the format options must be a table"),
         ('upstream = "localhost:8080"', "must be an http:// or https:// URL"),

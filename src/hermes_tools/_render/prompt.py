@@ -141,6 +141,11 @@ def tool_choice(value: object, tools: Sequence[ToolSpec]) -> ToolChoice:
             f"tool_choice must be 'auto', 'none', 'required' or a tool name, not {value!r}."
         )
     known = [spec.name for spec in tools]
+    if name not in known and isinstance(value, str):
+        raise FormatOptionError(
+            f"tool_choice must be 'auto', 'none', 'required' or the name of one of the tools "
+            f"({', '.join(known) or 'none given'}), not {value!r}."
+        )
     if name not in known:
         raise FormatOptionError(
             f"tool_choice names {name!r}, which is not among the tools "

@@ -39,18 +39,19 @@ def _organization_from_env() -> str | None:
     return os.environ.get("OPENAI_ORG_ID") or os.environ.get("OPENAI_ORGANIZATION") or None
 
 
-def _option_names(model: Any) -> set[str]:
-    """A pydantic model's field names and every name a field accepts."""
-    names: set[str] = set()
+def _option_names(model: Any) -> dict[str, str]:
+    """Every name a pydantic model's fields accept (their names and aliases), to the field's
+    name."""
+    names: dict[str, str] = {}
     for name, field in model.model_fields.items():
-        names.add(name)
+        names[name] = name
         if field.alias:
-            names.add(field.alias)
+            names[field.alias] = name
         aliases = field.validation_alias
         if isinstance(aliases, str):
-            names.add(aliases)
+            names[aliases] = name
         elif isinstance(aliases, AliasChoices):
-            names.update(choice for choice in aliases.choices if isinstance(choice, str))
+            names.update((choice, name) for choice in aliases.choices if isinstance(choice, str))
     return names
 
 
@@ -140,7 +141,9 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
         extra = dict(values.get("model_kwargs") or {})
         for name in [name for name in values if name not in known]:
             if name in extra:
-                raise ValueError(f"{name} is given twice, as a keyword and in model_kwargs.")
+                raise ValueError(
+                    f"{name} is given twice, as a keyword and in model_kwargs; give it once."
+                )
             nearest = difflib.get_close_matches(name, sorted(known), n=1)
             meant = f" (did you mean {nearest[0]!r}?)" if nearest else ""
             warnings.warn(
@@ -150,7 +153,12 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
                 stacklevel=4,
             )
             extra[name] = values.pop(name)
-        for name in sorted(known.intersection(extra)):
+        given = {known[name] for name in values if name in known}
+        for name in sorted(set(known).intersection(extra)):
+            if known[name] in given:
+                raise ValueError(
+                    f"{name} is given twice, as a keyword and in model_kwargs; give it once."
+                )
             warnings.warn(
                 f"{name!r} is a ChatHermes option: give it as {name}=..., not in model_kwargs.",
                 UserWarning,

@@ -397,6 +397,13 @@ def _tool(tool: object, where: str) -> dict[str, Any]:
     if not isinstance(tool, dict):
         raise _rejected(where, f"must be a tool object, not {json_type(tool)}")
     kind = tool.get("type")
+    if kind == "function" and isinstance(tool.get("function"), dict):
+        raise _rejected(
+            where,
+            'is a Chat Completions tool ({"type": "function", "function": {...}}); the '
+            'Messages API takes {"name", "description", "input_schema"}, or send it to '
+            "/v1/chat/completions",
+        )
     if kind not in (None, "custom"):
         raise _rejected(
             f"{where}.type",

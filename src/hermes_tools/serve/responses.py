@@ -191,6 +191,8 @@ class Responses(Handler):
             raise RequestRejected(refused, "model", "model_not_found")
         read = read_request(body, self._previous(body), self.settings.upstream_model(model))
         self.settings.fill_sampling(read.chat, model)
+        for name in ("temperature", "top_p"):  # the response says what the model was asked
+            read.echo[name] = read.chat.get(name)
         exchange.stream = read.stream
         exchange.tools = len(read.chat.get("tools") or [])
         return body, read, self.upstream().session(read.chat, model)

@@ -403,6 +403,15 @@ def _function_tool(tool: object, where: str) -> dict[str, Any]:
             f"{where}.type",
             "unsupported_tool",
         )
+    if "name" not in tool and isinstance(tool.get("function"), dict):
+        raise RequestRejected(
+            f"'{where}' is a Chat Completions tool "
+            '({"type": "function", "function": {...}}); the Responses API takes the '
+            'function\'s fields on the tool itself: {"type": "function", "name", '
+            '"description", "parameters"}.',
+            where,
+            "invalid_value",
+        )
     function = {"name": tool.get("name")}
     for key in ("description", "parameters"):
         if tool.get(key) is not None:

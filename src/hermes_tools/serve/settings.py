@@ -41,6 +41,7 @@ to the workers as JSON in an environment variable.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ SAMPLING_FIELDS = (
     "frequency_penalty",
     "repeat_penalty",
 )
+_WHOLE_SAMPLING_FIELDS = ("top_k", "seed")
 _CONFIG_KEYS = (
     "upstream",
     "timeout",
@@ -323,8 +325,15 @@ def _sampling(values: Mapping[str, Any], where: str) -> dict[str, float]:
             raise ServeConfigError(
                 f"sampling in {where} cannot set {name!r}; it sets {', '.join(SAMPLING_FIELDS)}."
             )
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ServeConfigError(f"sampling.{name} in {where} must be a number, not {value!r}.")
+        whole = name in _WHOLE_SAMPLING_FIELDS
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int if whole else (int, float))
+            or not math.isfinite(value)
+        ):
+            kind = "a whole number" if whole else "a finite number"
+            said = json.dumps(value) if isinstance(value, (bool, str)) else repr(value)
+            raise ServeConfigError(f"sampling.{name} in {where} must be {kind}, not {said}.")
     return dict(values)
 
 
