@@ -98,7 +98,7 @@ def test_a_config_file(tmp_path: Path) -> None:
         ),
         (
             '[format]\nsampling = { temperature = "low" }',
-            "sampling.temperature in the format options must be a finite number, not \"low\"",
+            'sampling.temperature in the format options must be a finite number, not "low"',
         ),
         (
             "[format]\nsampling = { temperature = nan }",
