@@ -7,6 +7,9 @@ import gzip
 import json
 import logging
 import re
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 
 import httpx
@@ -325,31 +328,24 @@ def test_the_serve_command_runs_stateless_workers(server: ScriptedServer, tmp_pa
     assert "proxy-key" not in output
 
 
-def test_serve_on_a_port_in_use_stops_with_a_hint_before_saying_it_serves() -> None:
-    import socket
-    import subprocess
-    import sys
+def serve_on_port(port: str) -> subprocess.CompletedProcess[str]:
+    """`hermes-tools serve` on `port`, as a user types it (it stops at once or never)."""
+    command = [sys.executable, "-m", "hermes_tools.cli", "serve", "--port", port]
+    return subprocess.run(
+        [*command, "--upstream", "http://127.0.0.1:9/v1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
+
+def test_serve_on_a_port_in_use_stops_with_a_hint_before_saying_it_serves() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hermes_tools.cli",
-                "serve",
-                "--upstream",
-                "http://127.0.0.1:9/v1",
-                "--port",
-                str(port),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = serve_on_port(str(port))
     assert done.returncode == 2
     assert f"Port {port} on 127.0.0.1 is in use" in done.stderr
     assert "--port" in done.stderr
@@ -357,24 +353,6 @@ def test_serve_on_a_port_in_use_stops_with_a_hint_before_saying_it_serves() -> N
 
 
 def test_serve_refuses_a_port_that_cannot_be() -> None:
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hermes_tools.cli",
-            "serve",
-            "--upstream",
-            "http://127.0.0.1:9/v1",
-            "--port",
-            "99999",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = serve_on_port("99999")
     assert done.returncode == 2
     assert "must be a port from 1 to 65535, not 99999" in done.stderr
