@@ -452,13 +452,13 @@ def post(proxy: RunningProxy, **body: Any) -> httpx.Response:
             "input[0].name",
             "non-empty string",
         ),
-        ({"tools": [{"type": "web_search"}]}, "tools[0].type", "Only function tools"),
+        ({"tools": [{"type": "custom", "name": "x"}]}, "tools[0].type", "Only function tools"),
         (
             {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
             "tools[0]",
             "is a Chat Completions tool",
         ),
-        ({"tools": [WEATHER, {"type": "file_search"}]}, "tools[1].type", "'file_search' tool"),
+        ({"tools": [WEATHER, {"type": "local_shell"}]}, "tools[1].type", "'local_shell' tool"),
         (
             {"tools": [{**WEATHER, "parameters": {"type": "object", "properties": 3}}]},
             "tools[0].parameters",
@@ -486,6 +486,34 @@ def test_bad_input_is_a_400_naming_the_field(
     assert error["param"] == param
     assert says in error["message"]
     assert server.bodies() == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_hosted_tools_are_left_out_and_the_answer_says_so(
+    server: ScriptedServer, proxy: RunningProxy, stream: bool
+) -> None:
+    # Codex sends OpenAI's hosted web_search by default; no model behind the proxy can run it.
+    server.script('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>')
+    hosted = [{"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}]
+    answer = post(proxy, tools=[*hosted, WEATHER], stream=stream)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-hermes-tools-left-out"] == "web_search, file_search"
+    (body,) = server.bodies()
+    prompt = body["messages"][0]["content"]  # the tools, as the model is shown them
+    assert '"name":"get_weather"' in prompt
+    assert "web_search" not in prompt
+    assert "file_search" not in prompt
+
+
+def test_a_request_of_only_hosted_tools_is_served_without_tools(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script("It is sunny.")
+    answer = post(proxy, tools=[{"type": "web_search"}])
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["output"][0]["content"][0]["text"] == "It is sunny."
+    assert answer.headers["x-hermes-tools-left-out"] == "web_search"
+    assert "<tools>" not in json.dumps(server.bodies()[0])
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,9 @@ def printable(text: str) -> str:
     return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
+LEFT_OUT_HEADER = b"x-hermes-tools-left-out"
+
+
 @dataclass
 class Exchange:
     """What the log line says about one request; never its content."""
@@ -47,6 +50,16 @@ class Exchange:
     client_gone: bool = False
     # The relayed headers of the latest upstream chat answer (a repair's, if one was made).
     upstream_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    # Hosted tools the request named that the model is not shown (Responses' web_search, ...).
+    left_out: list[str] = field(default_factory=list)
+
+    def answer_headers(self) -> list[tuple[bytes, bytes]]:
+        """The headers of the answer: the upstream's relayed ones, and which hosted tools were
+        left out."""
+        if not self.left_out:
+            return self.upstream_headers
+        said = ", ".join(self.left_out).encode()
+        return [*self.upstream_headers, (LEFT_OUT_HEADER, said)]
 
     def line(self) -> str:
         elapsed = (time.perf_counter() - self.started) * 1000
@@ -63,6 +76,8 @@ class Exchange:
                 f"repairs={max(0, self.upstream_requests - 1)}",
                 f"status={self.status}",
             ]
+        if self.left_out:
+            parts.append(f"left_out={','.join(self.left_out)}")
         if self.error:
             parts.append(f"error={self.error}")
         if self.client_gone:

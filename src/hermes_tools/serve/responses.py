@@ -195,6 +195,7 @@ class Responses(Handler):
             read.echo[name] = read.chat.get(name)
         exchange.stream = read.stream
         exchange.tools = len(read.chat.get("tools") or [])
+        exchange.left_out = read.left_out
         return body, read, self.upstream().session(read.chat, model)
 
     def _computing(self, responder: Responder) -> anyio.CapacityLimiter:
@@ -243,7 +244,7 @@ class Responses(Handler):
         response = response_object(read, completion, new_id("resp"), created)
         if kept:
             await keep(self.store, response, read.items, self._computing(responder))
-        await responder.whole(200, encode(response), exchange.upstream_headers)
+        await responder.whole(200, encode(response), exchange.answer_headers())
 
     async def _stream(
         self,
@@ -264,7 +265,7 @@ class Responses(Handler):
                 await relay_failure(exc, responder, self.settings)
                 return
             events = responder.events = ResponseEvents(read, new_id("resp"), created)
-            await responder.start(200, [*SSE_HEADERS, *exchange.upstream_headers])
+            await responder.start(200, [*SSE_HEADERS, *exchange.answer_headers()])
             try:
                 await responder.body(b"".join(map(sse, events.start())))
                 chunk = first

@@ -68,6 +68,8 @@ class ChatRequest:
     # Namespaced tools: the flat name the model calls -> its namespace.
     namespaces: dict[str, str] = field(default_factory=dict)
     echo: dict[str, Any] = field(default_factory=dict)
+    # The hosted tools the request named (web_search, ...), left out of what the model sees.
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def stream(self) -> bool:
@@ -97,7 +99,7 @@ def read_request(
     if not messages:
         raise RequestRejected("'input' must hold at least one item.", "input", "empty_array")
     chat: dict[str, Any] = {"model": upstream_model, "messages": messages}
-    tools, namespaces = _tools(body.get("tools"))
+    tools, namespaces, left_out = _tools(body.get("tools"))
     choice = body.get("tool_choice")
     tools, choice = _tool_choice(choice, tools)
     if tools:
@@ -125,7 +127,7 @@ def read_request(
     if body.get("stream") is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}  # the usage of response.completed
-    return ChatRequest(chat, items, namespaces, _echo(body))
+    return ChatRequest(chat, items, namespaces, _echo(body), left_out)
 
 
 def _check_scalars(body: Mapping[str, Any]) -> None:
@@ -343,10 +345,13 @@ def _output_text(output: object, where: str) -> str:
     )
 
 
-def _tools(value: object) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The chat tools, and the namespace of each namespaced one."""
+def _tools(value: object) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
+    """The chat tools, the namespace of each namespaced one, and the hosted tools left out
+    (OpenAI runs them on its side; no model behind this proxy can, and a client such as
+    Codex sends `web_search` by default)."""
     tools: list[dict[str, Any]] = []
     namespaces: dict[str, str] = {}
+    left_out: list[str] = []
     where_of: dict[str, str] = {}
     listed: list[object] = value if isinstance(value, list) else []
     for number, tool in enumerate(listed):
@@ -368,8 +373,11 @@ def _tools(value: object) -> tuple[list[dict[str, Any]], dict[str, str]]:
                 namespaces[spec["function"]["name"]] = str(tool.get("name") or "")
                 _add_tool(tools, where_of, spec, f"{where}.tools[{position}]")
             continue
+        if tool.get("type") in HOSTED_TOOLS:
+            left_out.append(str(tool["type"]))
+            continue
         _add_tool(tools, where_of, _function_tool(tool, where), where)
-    return tools, namespaces
+    return tools, namespaces, left_out
 
 
 def _add_tool(
@@ -387,6 +395,19 @@ def _add_tool(
     tools.append(spec)
 
 
+# The Responses API's tools that run on OpenAI's side, left out of the model's tools.
+HOSTED_TOOLS = frozenset(
+    {
+        "web_search",
+        "web_search_preview",
+        "file_search",
+        "code_interpreter",
+        "image_generation",
+        "mcp",
+    }
+)
+
+
 def _function_tool(tool: object, where: str) -> dict[str, Any]:
     if not isinstance(tool, dict):
         raise RequestRejected(
@@ -394,12 +415,9 @@ def _function_tool(tool: object, where: str) -> dict[str, Any]:
         )
     kind = tool.get("type")
     if kind != "function":
-        hint = (
-            ' (Codex: web_search = "disabled" in its config.toml)' if kind == "web_search" else ""
-        )
         raise RequestRejected(
             f"Only function tools are supported: '{where}' is a {kind!r} tool, which the "
-            f"model behind this proxy cannot run. Leave it out of the request{hint}.",
+            "model behind this proxy cannot run. Leave it out of the request.",
             f"{where}.type",
             "unsupported_tool",
         )
