@@ -68,7 +68,7 @@ def test_a_server_without_native_tools_and_a_model_that_calls_well(
     )
     assert status == 0, out
     assert f"the server answers at {server.base_url}; it lists scripted" in out
-    assert "! the server does not list 'gemma3'" in out
+    assert "! the server does not list 'gemma3' but answers for it" in out
     assert "native tools: refused (400: " in out
     assert "does not support tools" in out
     assert "json         8/8 right (5/5 call cases)" in out
@@ -79,6 +79,34 @@ def test_a_server_without_native_tools_and_a_model_that_calls_well(
     native, *cases = [body for body in server.bodies() if not is_probe(body["messages"])]
     assert native["tools"][0]["function"]["name"] == "get_weather"
     assert not any("tools" in body for body in cases)
+
+
+def test_a_model_the_server_does_not_have_stops_at_once_with_the_names_it_has(
+    server: ScriptedServer,
+) -> None:
+    # Ollama lists `gemma3`; the user typed `gemma-3`: every request would be a 404.
+    server.script(Reply("model 'gemma-3' not found", status=404))
+    status, out = _doctor("--base-url", server.base_url, "--model", "gemma-3")
+    assert status == 2, out
+    (said,) = [line for line in out.splitlines() if line.startswith("x ")]
+    assert said.startswith("x the server answers 404 for model 'gemma-3' (")
+    assert "model 'gemma-3' not found" in said
+    assert said.endswith("it lists scripted: pass one of those with --model")
+    assert "Running" not in out
+    assert "[[models]]" not in out
+    assert len([body for body in server.bodies() if not is_probe(body["messages"])]) == 1
+
+
+def test_a_model_the_server_answers_for_without_listing_it_is_checked(
+    server: ScriptedServer,
+) -> None:
+    # Ollama answers for `gemma3` while it lists `gemma3:latest`.
+    server.script(Reply("no tools here", status=400), *GOOD[:2])
+    status, out = _doctor(
+        "--base-url", server.base_url, "--model", "gemma3", "--syntax", "json", "--cases", "2"
+    )
+    assert status == 0, out
+    assert "! the server does not list 'gemma3' but answers for it; it lists scripted" in out
 
 
 @pytest.mark.parametrize(

@@ -156,9 +156,16 @@ def run(
             say(f"Name the model to check with --model (the server lists {', '.join(listed)}).")
             return 2
         model = listed[0]
-    elif listed and model not in listed:
-        say(f"! the server does not list {model!r}; it lists {', '.join(listed[:20])}")
-    _native_tools(base_url, model, api_key, say)
+    not_found = _native_tools(base_url, model, api_key, say)
+    others = f"it lists {', '.join(listed[:20])}" if listed else "it lists no models"
+    if not_found is not None:
+        say(
+            f"x the server answers 404 for model {model!r} ({not_found}); {others}: "
+            "pass one of those with --model"
+        )
+        return 2
+    if listed and model not in listed:
+        say(f"! the server does not list {model!r} but answers for it; {others}")
     _constraints(base_url, model, api_key, say)
     _window(base_url, model, api_key, say)
     chosen = CASES[: max(1, cases)]
@@ -219,8 +226,13 @@ def _find_server(
     return None
 
 
-def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
-    """One request with the tools as they are: does the server take them and read calls?"""
+def _native_tools(
+    base_url: str, model: str, api_key: str, say: Callable[[str], None]
+) -> str | None:
+    """One request with the tools as they are: does the server take them and read calls?
+
+    A 404 is returned (its message) rather than said: the model is not there, and nothing
+    else the doctor would run can answer."""
     from openai import APIStatusError, OpenAI
 
     from hermes_tools._parse.parser import parse
@@ -234,14 +246,16 @@ def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], 
             temperature=0,
         )
     except APIStatusError as error:
+        if error.status_code == 404:
+            return str(error.message)[:160]
         say(
             f"  native tools: refused ({error.status_code}: {str(error.message)[:160]}); "
             "hermes-tools writes them into the prompt"
         )
-        return
+        return None
     except Exception as error:
         say(f"  native tools: the request failed ({type(error).__name__}: {error})")
-        return
+        return None
     finally:
         client.close()
     message = reply.choices[0].message
@@ -257,6 +271,7 @@ def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], 
         )
     else:
         say("  native tools: taken, but the model made no call (hermes-tools may do better)")
+    return None
 
 
 _CONSTRAINT_NAMES = {
