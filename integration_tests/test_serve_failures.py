@@ -131,8 +131,37 @@ def test_an_unreachable_upstream_is_a_502(stream: bool) -> None:
     assert response.status_code == 502
     error = error_of(response)
     assert error["code"] == "upstream_unreachable"
+    assert error["message"].startswith("The upstream http://127.0.0.1:9/v1 could not be reached")
+    assert "--upstream" in error["message"]
     assert models.status_code == 502
     assert error_of(models)["code"] == "upstream_unreachable"
+    assert "http://127.0.0.1:9/v1" in error_of(models)["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_model_the_upstream_does_not_have_is_its_404_with_the_models_it_lists(
+    server: ScriptedServer, proxy: RunningProxy, stream: bool
+) -> None:
+    server.script(Reply("model 'gemma-3' not found, try pulling it first", status=404))
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as raised:
+        client.chat.completions.create(
+            model="gemma-3", messages=QUESTION, tools=TOOLS, stream=stream
+        )
+    assert raised.value.body["message"] == (  # type: ignore[index]
+        "model 'gemma-3' not found, try pulling it first. The upstream lists scripted: ask for "
+        "one of those, or map this name to one with a [[models]] rule's upstream_model."
+    )
+
+
+def test_an_upstream_404_that_is_not_about_the_model_comes_back_as_it_was(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(Reply("no such route", status=404))
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as raised:
+        client.chat.completions.create(model="gemma-3", messages=QUESTION, tools=TOOLS)
+    assert raised.value.body["message"] == "no such route"  # type: ignore[index]
 
 
 @pytest.mark.parametrize("stream", [False, True])

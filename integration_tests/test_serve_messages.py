@@ -564,6 +564,22 @@ def test_upstream_errors_keep_their_status_in_anthropics_shape(
     assert anthropic_error(broken) == {"type": "api_error", "message": "it broke"}
 
 
+def test_a_model_the_upstream_does_not_have_is_a_404_naming_the_models_it_lists(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    server.script(Reply("model 'qwen3-coder' not found", status=404))
+    with sdk(proxy) as client, pytest.raises(anthropic.NotFoundError) as raised:
+        client.messages.create(model="qwen3-coder", max_tokens=100, messages=QUESTION)
+    assert raised.value.body == {
+        "type": "error",
+        "error": {
+            "type": "not_found_error",
+            "message": "model 'qwen3-coder' not found. The upstream lists scripted: ask for "
+            "one of those, or map this name to one with a [[models]] rule's upstream_model.",
+        },
+    }
+
+
 @pytest.mark.parametrize(
     "reply",
     [

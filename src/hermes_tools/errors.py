@@ -120,14 +120,16 @@ class CliError(HermesToolsError):
 
 
 class UpstreamError(HermesToolsError):
-    """The proxy's upstream answered with an error status: relayed as it came."""
+    """The proxy's upstream answered with an error status: relayed as it came, with `hint`
+    (what the proxy knows of the likely fix, e.g. the models the upstream lists) added."""
 
-    def __init__(self, status: int, body: bytes, headers: Any) -> None:
+    def __init__(self, status: int, body: bytes, headers: Any, hint: str = "") -> None:
         text = body.decode("utf-8", "replace").strip()[:500]
         super().__init__(f"the upstream answered {status}: {text}")
         self.status = status
         self.body = body
         self.headers = headers
+        self.hint = hint
 
 
 class UpstreamEventError(HermesToolsError):

@@ -13,7 +13,6 @@ import logging
 import logging.config
 import os
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
@@ -395,7 +394,7 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
     check_upstream(settings, logging.getLogger("hermes_tools.serve"))
     logging.getLogger("hermes_tools.serve").info(
         "serving %s on http://%s:%d/v1 with %d worker(s)",
-        _without_credentials(settings.upstream),
+        settings.shown_upstream,
         args.host,
         args.port,
         args.workers,
@@ -465,8 +464,8 @@ def check_upstream(settings: ServeSettings, log: logging.Logger) -> bool:
     chat completions would be; True when it lists its models."""
     import httpx
 
-    base = settings.upstream.rstrip("/")
-    shown = _without_credentials(base)
+    base = settings.upstream_base
+    shown = settings.shown_upstream
     key = settings.upstream_api_key
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
@@ -494,8 +493,3 @@ def check_upstream(settings: ServeSettings, log: logging.Logger) -> bool:
         names = []
     log.info("the upstream answers; it lists %s", ", ".join(names[:10]) or "no models")
     return True
-
-
-def _without_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))

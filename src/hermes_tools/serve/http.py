@@ -326,13 +326,11 @@ async def closed_at_end(
 async def relay_failure(exc: Exception, responder: Responder, settings: ServeSettings) -> None:
     """An error before any of the answer was sent, as an HTTP status and OpenAI-style body."""
     if isinstance(exc, UpstreamError):
-        status, body = exc.status, exc.body
-        responder.exchange.error = f"upstream_{status}"
-        if not _is_openai_error(body):
-            text = body.decode("utf-8", "replace").strip()[:1000]
-            message = text or f"The upstream answered {status}."
-            body = error_body(message, "upstream_error", code=str(status))
-        await responder.whole(status, body, relayed_headers(exc.headers))
+        responder.exchange.error = f"upstream_{exc.status}"
+        body = exc.body
+        if exc.hint or not _is_openai_error(body):
+            body = error_body(upstream_message(exc), "upstream_error", code=str(exc.status))
+        await responder.whole(exc.status, body, relayed_headers(exc.headers))
     elif isinstance(exc, httpx.TimeoutException):
         await responder.error(
             504,
@@ -342,10 +340,7 @@ async def relay_failure(exc: Exception, responder: Responder, settings: ServeSet
         )
     elif isinstance(exc, httpx.TransportError):
         await responder.error(
-            502,
-            f"The upstream could not be reached ({exc or type(exc).__name__}).",
-            "upstream_error",
-            code="upstream_unreachable",
+            502, unreachable(exc, settings), "upstream_error", code="upstream_unreachable"
         )
     elif isinstance(exc, (UpstreamEventError, IncompleteStreamError, json.JSONDecodeError)):
         await responder.error(
@@ -406,6 +401,26 @@ def _is_openai_error(body: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(data, dict) and isinstance(data.get("error"), dict)
+
+
+def unreachable(exc: Exception, settings: ServeSettings) -> str:
+    """What a client is told when the upstream does not answer at all."""
+    return (
+        f"The upstream {settings.shown_upstream} could not be reached "
+        f"({exc or type(exc).__name__}): start the model's server there, or restart "
+        "hermes-tools serve with --upstream at the address it listens on."
+    )
+
+
+def upstream_message(exc: UpstreamError) -> str:
+    """What the upstream said in its error, with the proxy's hint where it has one."""
+    message = error_message(exc.body)
+    if not message:
+        message = exc.body.decode("utf-8", "replace").strip()[:1000]
+    message = message or f"The upstream answered {exc.status}."
+    if not exc.hint:
+        return message
+    return f"{message}{'' if message.endswith(('.', '!', '?')) else '.'} {exc.hint}"
 
 
 def error_message(body: bytes) -> str | None:

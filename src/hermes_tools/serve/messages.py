@@ -51,9 +51,9 @@ from hermes_tools.serve.http import (
     Responder,
     cancel_on_disconnect,
     closed_at_end,
-    error_message,
     relay_failure,
     stream_failure,
+    upstream_message,
 )
 from hermes_tools.serve.upstream import UpstreamChat
 from hermes_tools.serve.validation import json_type
@@ -940,13 +940,9 @@ async def _relay(exc: Exception, responder: Responder, handler: Handler) -> None
     """A failure before any of the answer was sent, in Anthropic's shape: an upstream error
     keeps its status and message; the rest as the chat front relays it."""
     if isinstance(exc, UpstreamError):
-        status = exc.status
-        responder.exchange.error = f"upstream_{status}"
-        message = error_message(exc.body)
-        if not message:
-            text = exc.body.decode("utf-8", "replace").strip()[:1000]
-            message = text or f"The upstream answered {status}."
-        data = json.dumps(error_data(error_type(status), message)).encode()
-        await responder.whole(status, data, relayed_headers(exc.headers))
+        responder.exchange.error = f"upstream_{exc.status}"
+        message = upstream_message(exc)
+        data = json.dumps(error_data(error_type(exc.status), message)).encode()
+        await responder.whole(exc.status, data, relayed_headers(exc.headers))
         return
     await relay_failure(exc, responder, handler.settings)

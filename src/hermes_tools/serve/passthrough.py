@@ -18,7 +18,7 @@ from starlette.types import Receive, Send
 
 from hermes_tools.errors import RequestRejected, UpstreamCut
 from hermes_tools.serve.exchange import CONTROL, Exchange
-from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect
+from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect, unreachable
 from hermes_tools.serve.limits import read_body
 from hermes_tools.serve.messages import AnthropicResponder
 from hermes_tools.serve.upstream import wire_headers
@@ -138,7 +138,7 @@ class PassThrough(Handler):
             except httpx.TransportError as exc:
                 await responder.error(
                     502,
-                    f"The upstream could not be reached ({exc or type(exc).__name__}).",
+                    unreachable(exc, self.settings),
                     "upstream_error",
                     code="upstream_unreachable",
                 )

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
 from hermes_tools.errors import HermesToolsError, ServeConfigError
@@ -245,6 +245,12 @@ class ServeSettings:
     @property
     def upstream_base(self) -> str:
         return self.upstream.rstrip("/")
+
+    @property
+    def shown_upstream(self) -> str:
+        """The upstream's address as logs and messages show it: without a user or password."""
+        parts = urlsplit(self.upstream_base)
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
 
     # -- to the workers ----------------------------------------------------------------------
 

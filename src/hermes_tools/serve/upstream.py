@@ -80,6 +80,34 @@ class UpstreamChat:
 
         return await aask(self._base, model, send)
 
+    async def _failure(self, response: httpx.Response, model: object) -> UpstreamError:
+        """The upstream's error status; where it says it has no such model, with the models
+        it lists (a name mistyped, or a tag left out, is the common cause)."""
+        hint = ""
+        if response.status_code == 404 and b"model" in response.content.lower():
+            listed = await self._listed_models()
+            if listed and model not in listed:
+                hint = (
+                    f"The upstream lists {', '.join(listed[:20])}: ask for one of those, or map "
+                    "this name to one with a [[models]] rule's upstream_model."
+                )
+        return UpstreamError(response.status_code, response.content, response.headers, hint)
+
+    async def _listed_models(self) -> list[str] | None:
+        if not self._base:
+            return None
+        headers = {k: v for k, v in self._headers.items() if k != b"content-type"}
+        try:
+            response = await self._http.get(
+                f"{self._base}/models", headers=headers, timeout=WINDOW_SECONDS
+            )
+            data = response.json().get("data")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if not isinstance(data, list):
+            return None
+        return [str(item.get("id")) for item in data if isinstance(item, dict)]
+
     async def _encoded(self, request: dict[str, Any]) -> bytes:
         """The request as JSON: for a large request written in a worker thread (a conversation
         can be megabytes); a small one is quicker written than handed to a thread."""
@@ -91,7 +119,7 @@ class UpstreamChat:
         content = await self._encoded(request)
         response = await self._http.post(self._url, content=content, headers=self._headers)
         if response.status_code >= 400:
-            raise UpstreamError(response.status_code, response.content, response.headers)
+            raise await self._failure(response, request.get("model"))
         answer = _decoded(response.content)
         if not isinstance(answer, dict):
             raise UpstreamEventError({"message": "the upstream's answer is not a JSON object"})
@@ -105,7 +133,7 @@ class UpstreamChat:
         try:
             if response.status_code >= 400:
                 await response.aread()
-                raise UpstreamError(response.status_code, response.content, response.headers)
+                raise await self._failure(response, request.get("model"))
             kind = response.headers.get("content-type", "")
             if kind.startswith("application/json"):
                 # A server that ignores `stream` answers whole; one that fails may say so.
