@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from langchain_core.exceptions import ModelConnectionError, ModelNotFoundError
@@ -127,6 +128,37 @@ def test_nothing_listening_names_the_url_and_what_to_start(collect_closed_loops:
         assert "ollama serve" in str(error)
         if name == "ChatHermes":
             assert isinstance(error, ModelConnectionError)
+
+
+def test_no_base_url_and_no_network_says_no_base_url_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No base_url: the request goes to OpenAI's address, which a machine with no network
+    (here, a transport that refuses every connection) cannot reach."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno -3] Temporary failure in name resolution", request=request)
+
+    chat = ChatHermes(
+        model="qwen2.5:7b",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
+    )
+    with pytest.raises(ModelConnectionError) as raised:
+        chat.bind_tools(TOOLS).invoke("Weather in Oslo?")
+    said = str(raised.value)
+    assert said.startswith("No base_url was given, so the request went to OpenAI")
+    assert "set base_url (or OPENAI_BASE_URL) to your server" in said
+    wrapped = hermes_tools.wrap(
+        OpenAI(
+            max_retries=0,
+            api_key="none",
+            http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
+        )
+    )
+    with pytest.raises(openai.APIConnectionError, match=r"^No base_url was given"):
+        wrapped.chat.completions.create(model="qwen2.5:7b", messages=QUESTION, tools=TOOLS)
 
 
 def test_a_model_the_server_does_not_list_names_the_ones_it_lists(

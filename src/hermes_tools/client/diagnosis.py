@@ -43,6 +43,12 @@ def _advice(error: Exception, base_url: str, model: str, client: Any) -> str | N
     if isinstance(error, openai.APITimeoutError):
         return None
     if isinstance(error, openai.APIConnectionError):
+        if _OPENAI_HOST in base_url and _placeholder(client):
+            return (
+                f"No base_url was given, so the request went to OpenAI ({base_url}), which "
+                "could not be reached: set base_url (or OPENAI_BASE_URL) to your server, e.g. "
+                "http://localhost:11434/v1"
+            )
         return f"Nothing answers at {base_url}: {_STARTING}."
     if not isinstance(error, openai.APIStatusError):
         return None
