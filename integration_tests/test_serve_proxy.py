@@ -18,6 +18,7 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 
 from endpoint_helpers import QUESTION, TOOLS
+from hermes_tools.local.server import free_port
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RawUpstream, RunningProxy, ServeProcess, error_of, proxy_for, wait_for
 
@@ -356,3 +357,20 @@ def test_serve_refuses_a_port_that_cannot_be() -> None:
     done = serve_on_port("99999")
     assert done.returncode == 2
     assert "must be a port from 1 to 65535, not 99999" in done.stderr
+
+
+def test_serve_without_its_extra_says_the_pip_line() -> None:
+    # As where the `serve` extra was not installed: importing uvicorn fails.
+    blocked = (
+        "import sys; sys.modules['uvicorn'] = None; from hermes_tools.cli import main; "
+        f"sys.exit(main(['serve', '--upstream', 'http://127.0.0.1:9/v1', '--port', "
+        f"'{free_port()}']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert "hermes-tools serve needs the server stack: pip install 'hermes-tools[serve]'" in (
+        done.stderr
+    )
+    assert "(in a clone of hermes-tools: uv sync --extra serve)" in done.stderr

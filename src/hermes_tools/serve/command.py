@@ -31,7 +31,7 @@ API_KEY_VARIABLE = "HERMES_SERVE_API_KEY"
 UPSTREAM_KEY_VARIABLE = "HERMES_UPSTREAM_API_KEY"
 MISSING_EXTRA = (
     "hermes-tools serve needs the server stack: pip install 'hermes-tools[serve]' "
-    "(with uv: uv sync --extra serve)."
+    "(in a clone of hermes-tools: uv sync --extra serve)."
 )
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 REDIS_EXTRA = (
     "response_store = {url!r} needs the Redis client: pip install 'hermes-tools[serve,redis]' "
-    "(with uv: uv sync --extra serve --extra redis)."
+    "(in a clone of hermes-tools: uv sync --extra serve --extra redis)."
 )
 THIRTY_DAYS = 30 * 24 * 3600
 # Redis answers a hash read in microseconds; a server that takes seconds is as good as down.
