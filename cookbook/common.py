@@ -137,10 +137,12 @@ def arguments(description: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--model", default=os.environ.get("HERMES_MODEL"), help="or HERMES_MODEL")
     parser.add_argument(
         "--local",
+        nargs="?",
+        const="",
         default=None,
         metavar="MODEL",
-        help="run on this local model even if an endpoint is configured "
-        "(see `hermes-tools local list`; default qwen2.5-coder-1.5b)",
+        help="run on a local model (default qwen2.5-coder-1.5b; see `hermes-tools local "
+        "list`), even if an endpoint is configured; installs llama.cpp's server if need be",
     )
     return parser
 
@@ -158,26 +160,38 @@ def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentPars
     return _run_guarded(main, args)
 
 
+NOT_INSTALLED = """\
+No endpoint is configured (OPENAI_BASE_URL or --base-url). This can run on a small local model
+instead, served by llama.cpp, which is not installed yet: installing it builds llama-cpp-python
+from source (about 10 minutes on 2 cores, once), then the model is downloaded ({size:,.0f} MB).
+
+  To do that:             uv run cookbook/{script} --local
+  Or use your own model:  OPENAI_BASE_URL=http://localhost:11434/v1 HERMES_MODEL=qwen2.5:7b \\
+                            uv run cookbook/{script}
+"""
 INSTALLING = """\
-No endpoint is configured (OPENAI_BASE_URL or --base-url), so this runs on a small local model,
-served by llama.cpp, which is not installed yet. Installing it now:
-  uv sync --inexact --group local
-(it builds llama-cpp-python from source the first time: about 10 minutes on 2 cores).
-Set OPENAI_BASE_URL and HERMES_MODEL to use your own endpoint and model instead.
+Installing llama.cpp's server now: uv sync --inexact --group local
 """
 
 
-def _install_local_server() -> None:
+def _install_local_server(decided: bool, size: float) -> bool:
     """In a clone run with `uv run`, install llama.cpp's server (the `local` group) and run
-    the script again; elsewhere, `start_local_model` says how to install it."""
+    the script again, once the user chose to (`--local`, or yes at the terminal's question);
+    False when they did not. Elsewhere `start_local_model` says how to install it."""
     uv = os.environ.get("UV")
     if not uv or os.environ.get("HERMES_COOKBOOK_INSTALLED"):
-        return
+        return True
+    if not decided:
+        print(NOT_INSTALLED.format(size=size, script=Path(sys.argv[0]).name), file=sys.stderr)
+        at_a_terminal = sys.stdin.isatty()
+        if not at_a_terminal or input("Build it now? [y/N] ").strip().lower() not in ("y", "yes"):
+            return False
     print(INSTALLING, flush=True)
     root = Path(__file__).resolve().parents[1]
     subprocess.run([uv, "sync", "--inexact", "--group", "local"], cwd=root, check=True)
     os.environ["HERMES_COOKBOOK_INSTALLED"] = "1"
-    os.execv(sys.executable, [sys.executable, *sys.argv])
+    os.execv(sys.executable, [sys.executable, *sys.argv])  # does not return
+    return True
 
 
 def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -191,10 +205,12 @@ def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Names
         start_local_model,
     )
 
-    if not server_installed():
-        _install_local_server()
     try:
         model = find_model(args.local or DEFAULT_MODEL)
+        if not server_installed() and not _install_local_server(
+            args.local is not None, model.size / 1e6
+        ):
+            return 2
         first_time = (
             "" if is_ready(model) else FIRST_TIME.format(size=model.size / 1e6, cache=cache_dir())
         )
