@@ -149,6 +149,46 @@ def test_the_window_the_server_says_sets_the_budget_and_is_asked_once(
     assert sum(map(in_full, narrow.values())) < len(NAMES)
 
 
+def llama_index_tools() -> list[Any]:
+    """TOOLS as LlamaIndex tools: the same names, descriptions and parameters."""
+    from llama_index.core.tools import FunctionTool, ToolMetadata
+    from pydantic import Field, create_model
+
+    made = []
+    for spec in TOOLS:
+        function = spec["function"]
+        properties = function["parameters"]["properties"]
+        arguments = create_model(  # type: ignore[call-overload]
+            "Arguments",
+            target=(str, Field(description=properties["target"]["description"])),
+            note=(str | None, Field(default=None, description=properties["note"]["description"])),
+        )
+        metadata = ToolMetadata(
+            name=function["name"], description=function["description"], fn_schema=arguments
+        )
+        made.append(FunctionTool(fn=lambda **_: "done", metadata=metadata))
+    return made
+
+
+def test_the_framework_models_take_the_window_the_server_says(server: ScriptedServer) -> None:
+    # LlamaIndex's LLMs carry a 3,900-token default window; HermesLLM unset must ask the
+    # server, as ChatHermes and wrap() do, not budget 195 tokens from that default.
+    from langchain_core.messages import HumanMessage
+
+    from hermes_tools.langchain import ChatHermes
+    from hermes_tools.llama_index import HermesLLM
+
+    server.props = {"default_generation_settings": {"n_ctx": 262144}}
+    server.script("One.", "Two.")
+    llm = HermesLLM(model="m", api_base=server.base_url, api_key="none")
+    llm.chat_with_tools(llama_index_tools(), user_msg="Open an issue")
+    chat = ChatHermes(model="m", base_url=server.base_url, api_key="none")
+    chat.bind_tools(TOOLS).invoke([HumanMessage("Open an issue")])
+    for body in server.bodies():
+        assert all(map(in_full, shown(body).values()))
+    assert llm.metadata.context_window == 3900  # what LlamaIndex reads, as OpenAILike says
+
+
 def test_a_small_tool_set_asks_the_server_nothing_and_is_shown_as_given(
     server: ScriptedServer, openai_client: OpenAI
 ) -> None:

@@ -74,7 +74,11 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
         description="Mark tool schemas strict (arguments are always checked against them).",
     )
     reasoning_effort: str | None = Field(default=None)
-    context_window: int = DEFAULT_CONTEXT_WINDOW
+    context_window: int | None = Field(
+        default=None,
+        description="The model's context window in tokens, for tool_budget='auto' (None: as "
+        "the server says, else 8,192). `metadata` reports LlamaIndex's default when unset.",
+    )
     is_chat_model: bool = Field(
         default=True, description="Must stay True: tools need the chat completions endpoint."
     )
@@ -142,7 +146,7 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
     @property
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(
-            context_window=self.context_window,
+            context_window=self.context_window or DEFAULT_CONTEXT_WINDOW,
             num_output=self.max_tokens or -1,
             is_chat_model=self.is_chat_model,
             is_function_calling_model=self.is_function_calling_model,
