@@ -133,6 +133,31 @@ def test_jsonl_options_per_line(
     assert third["tool_calls"] == []
 
 
+def test_jsonl_gives_a_bad_line_its_own_error_and_reads_the_rest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {"text": '{"name": "f", "arguments": {}}', "tools": [{"name": "f"}]}
+    float_type = {"type": "object", "properties": {"x": {"type": "float"}}}
+    lines = [
+        json.dumps(good),
+        json.dumps({"text": "x", "tools": [{"name": "g", "parameters": float_type}]}),
+        "not json",
+        json.dumps({"txt": 1}),
+        json.dumps({"text": "x", "options": {"speed": 1}}),
+        json.dumps(good),
+    ]
+    code, out, err = run_cli(["parse", "--jsonl"], "\n".join(lines), monkeypatch, capsys)
+    assert code == 2
+    first, schema, not_json, no_text, option, last = (json.loads(line) for line in out.splitlines())
+    assert first["tool_calls"][0]["name"] == "f"
+    assert last == first
+    assert schema["error"].startswith("line 2: Tool 'g': 'parameters' is not a valid JSON schema")
+    assert not_json["error"].startswith("line 3: not JSON")
+    assert no_text["error"] == 'line 4: expected an object with a "text" string'
+    assert option["error"].startswith("line 5: unknown options ['speed']")
+    assert err.count("hermes-tools: error: line ") == 4
+
+
 def test_prompt_prints_the_system_prompt(
     tools_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,9 +191,6 @@ def test_prompt_prints_the_system_prompt(
         (["parse", "--tools", "BAD_JSON"], "", "is not valid JSON"),
         (["parse", "--tools", "NOT_A_LIST"], "", "expected a list of tools"),
         (["parse", "--tools", "BAD_TOOL"], "", "not usable"),
-        (["parse", "--jsonl"], "not json\n", "line 1: not JSON"),
-        (["parse", "--jsonl"], '{"txt": 1}\n', 'line 1: expected an object with a "text"'),
-        (["parse", "--jsonl"], '{"text": "x", "options": {"speed": 1}}\n', "unknown options"),
         (
             ["prompt", "--tools", "TOOLS", "--tool-choice", "nope"],
             "",

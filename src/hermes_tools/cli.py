@@ -137,7 +137,8 @@ def _arguments() -> argparse.ArgumentParser:
         "--jsonl",
         action="store_true",
         help='read one JSON object per line: {"text": ..., "tools": [...], "options": '
-        '{"think_open": ..., "raw_json": ...}}; write one result per line',
+        '{"think_open": ..., "raw_json": ...}}; write one result per line ({"error": ...} '
+        "for a line that cannot be read; exit status 2 if any)",
     )
     parse.set_defaults(run=_parse)
     add_local_commands(commands)
@@ -191,18 +192,22 @@ def _parse(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         result = _run_parser(stdin.read(), tools, options, args)
         stdout.write(json.dumps(result_dict(result), ensure_ascii=False, indent=2) + "\n")
         return 0
+    failed = 0
     for number, line in enumerate(stdin, 1):
         if not line.strip():
             continue
-        text, line_tools, line_options = _read_jsonl_case(line, number)
-        result = _run_parser(
-            text,
-            line_tools if line_tools is not None else tools,
-            options | line_options,
-            args,
-        )
-        stdout.write(json.dumps(result_dict(result), ensure_ascii=False) + "\n")
-    return 0
+        try:
+            text, line_tools, line_options = _read_jsonl_case(line, number)
+            tools_here = line_tools if line_tools is not None else tools
+            answer = result_dict(_run_parser(text, tools_here, options | line_options, args))
+        except (CliError, HermesToolsError) as exc:
+            # One bad case does not stop the batch: its line says why, in its place.
+            failed += 1
+            message = str(exc) if str(exc).startswith("line ") else f"line {number}: {exc}"
+            print(f"hermes-tools: error: {message}", file=sys.stderr)
+            answer = {"error": message}
+        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    return 2 if failed else 0
 
 
 def _run_parser(
