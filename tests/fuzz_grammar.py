@@ -862,6 +862,38 @@ def _tools_echo(b: _Builder) -> None:
     b.add("<tools>\n" + "\n".join(lines) + "\n</tools>\n", TEXT, "tools_echo")
 
 
+def _tools_calls(b: _Builder) -> None:
+    """Calls written inside `<tools>`: one per line, or one JSON array (Qwen2.5-Coder)."""
+    calls = [_json_call(b) for _ in range(pick(b.c, [1, 1, 2]))]
+    # Only `{"name": <a bound tool>, "arguments": {...}}` is a call there: a tool's signature
+    # echoed from the prompt has `parameters`.
+    accepted = all(call.clean and _name_and_arguments(call) for call in calls)
+    for call in calls:
+        call.call.must_parse = accepted
+    if chance(b.c, 60):
+        inner = "[" + pick(b.c, [", ", ",\n", ","]).join(call.body for call in calls) + "]"
+    else:
+        inner = "\n".join(call.body for call in calls)
+    text = f"<tools>\n{inner}\n</tools>"
+    if accepted:  # decided at `</tools>`, whatever follows
+        b.add(text, CALL, "tools_calls")
+    else:
+        _add_tagless(b, text, "tools_calls", accepted=False)
+
+
+def _name_and_arguments(call: _JsonCall) -> bool:
+    try:
+        written = json.loads(call.body)
+    except ValueError:
+        return False
+    return (
+        isinstance(written, dict)
+        and set(written) == {"name", "arguments"}
+        and written["name"] in ("get_weather", "write_file")
+        and isinstance(written["arguments"], dict)
+    )
+
+
 def _end_token(b: _Builder) -> None:
     b.add(pick(b.c, END_TOKENS), TEXT, "end_token", layout=[BOUNDARY])
     if b.ended_at is None:
@@ -898,6 +930,7 @@ _MIDDLE = [
     (_fenced_config, 1),
     (_json_in_prose, 1),
     (_tools_echo, 1),
+    (_tools_calls, 1),
     (_end_token, 1),
     (_tag_soup, 1),
     (_big_json_in_text, 1),

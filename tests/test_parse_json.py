@@ -7,7 +7,14 @@ import json
 import pytest
 
 from hermes_tools import parse
-from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, check_all_text, parse_every_way
+from parser_helpers import (
+    WEATHER,
+    WRITE_FILE,
+    calls_as_dicts,
+    check_all_text,
+    parse_every_split,
+    parse_every_way,
+)
 
 TOOLS = [WEATHER]
 
@@ -206,6 +213,34 @@ def test_calls_wrapped_in_the_tools_tag_are_still_calls() -> None:
     result = parse_every_way(text, TOOLS)
     assert [call.arguments["city"] for call in result.tool_calls] == ["Paris", "Oslo"]
     assert result.content == "Done."
+
+
+def test_calls_written_in_the_tools_tag_as_a_json_array_are_calls() -> None:
+    # Qwen2.5-Coder's habit: its calls as one array inside <tools>.
+    text = (
+        'Checking both.\n<tools>\n[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}}]\n</tools>'
+    )
+    result = parse_every_split(text, TOOLS)
+    assert [call.arguments["city"] for call in result.tool_calls] == ["Paris", "Oslo"]
+    assert result.invalid_tool_calls == []
+    assert result.content == "Checking both."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tools>\n[{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>',
+        '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}]\n</tools>',
+        '<tools>\n[{"name": "get_weather", "arguments": {"city": "Paris"}}]\n'
+        '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tools>',
+        '<tools>\n[[{"name": "get_weather", "arguments": {"city": "Paris"}}]]\n</tools>',
+        "<tools>\n[]\n</tools>",
+        '<tools>\n[{"name": "get_weather", "parameters": {"city": "Paris"}}]\n</tools>',
+    ],
+)
+def test_a_tools_array_that_is_not_exactly_calls_is_text(text: str) -> None:
+    check_all_text(text, TOOLS)
 
 
 def test_custom_call_tag() -> None:

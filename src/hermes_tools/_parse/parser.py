@@ -41,8 +41,9 @@ States:
              whitespace is held; a block's closing tag there is markup too. Anything else
              is CONTENT.
 - TOOLS      `<tools>` (tentative): calls only if everything in it is strictly
-             `{"name": <bound tool>, "arguments": {...}}` up to `</tools>`, else text (an
-             echoed system prompt).
+             `{"name": <bound tool>, "arguments": {...}}`, one after another or as one JSON
+             array (Qwen2.5-Coder's habit), up to `</tools>`, else text (an echoed system
+             prompt).
 - AFTER_END  after an end-of-turn token: nothing more is the reply (`ParseResult.after_end`).
 
 Tentative text is held back with its events: the end of the output (or an end token) confirms
@@ -133,6 +134,16 @@ _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for
 _MAX_FENCE_RUN = 16  # a longer run of backticks after a call opens no fence worth waiting for
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
+
+
+class _EchoList(IdentityEnum):
+    """Calls in `<tools>` written as one JSON array: not (yet), its `[` read, its `]` read."""
+
+    NONE = enum.auto()
+    OPEN = enum.auto()
+    CLOSED = enum.auto()
+
+
 # `{`, a whole bare word (the JSON lexer's word characters) and the next character that is
 # not the lexer's whitespace or a `:`.
 _BARE_KEY = re.compile(
@@ -264,6 +275,7 @@ class StreamParser:
         self._fence_counting = False
         self._fence_head = 0  # FENCE_HEAD: characters of the info line read (-1: line ended)
         self._echo_calls = 0  # TOOLS: objects read as calls so far
+        self._echo_list = _EchoList.NONE  # TOOLS: the calls written as one JSON array
         self._after_call_space = ""  # AFTER_CALL: whitespace the call's reader read past it
 
     # -- public API -----------------------------------------------------------------------
@@ -466,6 +478,7 @@ class StreamParser:
             assert self._tentative is not None
             self._tentative.raw.append(buf[at:end])
             self._echo_calls = 0
+            self._echo_list = _EchoList.NONE
             self._state = State.THINK_LATE if kind is Tag.THINK_OPEN else State.TOOLS
             return end
         return self._end_of_turn(end)  # Tag.END
@@ -1015,7 +1028,7 @@ class StreamParser:
         tentative = self._tentative
         assert tentative is not None
         reader = self._reader
-        if reader is None and buf[pos] == "{":
+        if reader is None and buf[pos] == "{" and self._echo_list is not _EchoList.CLOSED:
             reader = self._reader = self._strict_json_reader(require_arguments=True)
         if reader is not None:
             new_pos = self._read_tagless(reader, buf, pos)
@@ -1030,7 +1043,15 @@ class StreamParser:
         start = _skip_separators(buf, pos)
         if start == len(buf):
             return start
-        if buf.startswith("</tools>", start) and self._echo_calls:
+        bracket = buf[start]
+        if bracket == "[" and not self._echo_calls and self._echo_list is _EchoList.NONE:
+            self._echo_list = _EchoList.OPEN  # Qwen2.5-Coder writes its calls as an array
+            return start + 1
+        if bracket == "]" and self._echo_calls and self._echo_list is _EchoList.OPEN:
+            self._echo_list = _EchoList.CLOSED
+            return start + 1
+        closes = bool(self._echo_calls) and self._echo_list is not _EchoList.OPEN
+        if buf.startswith("</tools>", start) and closes:
             if tentative.quoted:
                 tentative.raw.append(buf[pos : start + len("</tools>")])
                 self._reject()
@@ -1041,7 +1062,7 @@ class StreamParser:
             return start + len("</tools>")
         if cut_off(buf, start, "</tools>"):
             return start
-        if buf[start] == "{":
+        if bracket == "{" and self._echo_list is not _EchoList.CLOSED:
             return start  # read by a new reader from there
         tentative.raw.append(buf[pos:start])
         self._reject()
