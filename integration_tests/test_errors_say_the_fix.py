@@ -159,6 +159,19 @@ def test_no_base_url_and_no_network_says_no_base_url_was_given(
     )
     with pytest.raises(openai.APIConnectionError, match=r"^No base_url was given"):
         wrapped.chat.completions.create(model="qwen2.5:7b", messages=QUESTION, tools=TOOLS)
+    # With a key of their own (OPENAI_API_KEY set for other work), OpenAI may have been meant.
+    keyed = ChatHermes(
+        model="qwen2.5:7b",
+        api_key="sk-their-own",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
+    )
+    with pytest.raises(ModelConnectionError) as raised:
+        keyed.invoke("Weather in Oslo?")
+    said = str(raised.value)
+    assert said.startswith("OpenAI (https://api.openai.com/v1) could not be reached.")
+    assert "no base_url was given: set base_url (or OPENAI_BASE_URL)" in said
+    assert "ollama serve" not in said
 
 
 def test_a_model_the_server_does_not_list_names_the_ones_it_lists(

@@ -49,6 +49,12 @@ def _advice(error: Exception, base_url: str, model: str, client: Any) -> str | N
                 "could not be reached: set base_url (or OPENAI_BASE_URL) to your server, e.g. "
                 "http://localhost:11434/v1"
             )
+        if _OPENAI_HOST in base_url:
+            return (
+                f"OpenAI ({base_url}) could not be reached. If you meant a server of your "
+                "own, no base_url was given: set base_url (or OPENAI_BASE_URL) to it, e.g. "
+                "http://localhost:11434/v1"
+            )
         return f"Nothing answers at {base_url}: {_STARTING}."
     if not isinstance(error, openai.APIStatusError):
         return None
