@@ -160,38 +160,42 @@ def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentPars
     return _run_guarded(main, args)
 
 
-NOT_INSTALLED = """\
+NOT_YET = """\
 No endpoint is configured (OPENAI_BASE_URL or --base-url). This can run on a small local model
-instead, served by llama.cpp, which is not installed yet: installing it builds llama-cpp-python
-from source (about 10 minutes on 2 cores, once), then the model is downloaded ({size:,.0f} MB).
+instead, {description}, served by llama.cpp on 127.0.0.1; the first time, that {costs}.
 
   To do that:             uv run cookbook/{script} --local
   Or use your own model:  OPENAI_BASE_URL=http://localhost:11434/v1 HERMES_MODEL=qwen2.5:7b \\
                             uv run cookbook/{script}
 """
+BUILD = "builds llama-cpp-python from source (about 10 minutes on 2 cores, once), then "
+DOWNLOAD = "downloads the model ({size:,.0f} MB)"
 INSTALLING = """\
 Installing llama.cpp's server now: uv sync --inexact --group local
 """
 
 
-def _install_local_server(decided: bool, size: float) -> bool:
+def _chosen(description: str, build: bool, size: float) -> bool:
+    """Whether the user, told what the first local run costs, chooses it (at a terminal)."""
+    costs = (BUILD if build else "") + DOWNLOAD.format(size=size)
+    script = Path(sys.argv[0]).name
+    print(NOT_YET.format(description=description, costs=costs, script=script), file=sys.stderr)
+    if not sys.stdin.isatty():
+        return False
+    return input("Go ahead? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _install_local_server() -> None:
     """In a clone run with `uv run`, install llama.cpp's server (the `local` group) and run
-    the script again, once the user chose to (`--local`, or yes at the terminal's question);
-    False when they did not. Elsewhere `start_local_model` says how to install it."""
+    the script again; elsewhere `start_local_model` says how to install it."""
     uv = os.environ.get("UV")
     if not uv or os.environ.get("HERMES_COOKBOOK_INSTALLED"):
-        return True
-    if not decided:
-        print(NOT_INSTALLED.format(size=size, script=Path(sys.argv[0]).name), file=sys.stderr)
-        at_a_terminal = sys.stdin.isatty()
-        if not at_a_terminal or input("Build it now? [y/N] ").strip().lower() not in ("y", "yes"):
-            return False
+        return
     print(INSTALLING, flush=True)
     root = Path(__file__).resolve().parents[1]
     subprocess.run([uv, "sync", "--inexact", "--group", "local"], cwd=root, check=True)
     os.environ["HERMES_COOKBOOK_INSTALLED"] = "1"
-    os.execv(sys.executable, [sys.executable, *sys.argv])  # does not return
-    return True
+    os.execv(sys.executable, [sys.executable, *sys.argv])
 
 
 def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -207,13 +211,14 @@ def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Names
 
     try:
         model = find_model(args.local or DEFAULT_MODEL)
-        if not server_installed() and not _install_local_server(
-            args.local is not None, model.size / 1e6
-        ):
+        build, download = not server_installed(), not is_ready(model)
+        # A build and a download of a gigabyte happen only when the user chose them.
+        chosen = args.local is not None or not (build or download)
+        if not chosen and not _chosen(model.description, build, model.size / 1e6):
             return 2
-        first_time = (
-            "" if is_ready(model) else FIRST_TIME.format(size=model.size / 1e6, cache=cache_dir())
-        )
+        if build:
+            _install_local_server()
+        first_time = FIRST_TIME.format(size=model.size / 1e6, cache=cache_dir()) if download else ""
         print(LOCAL_START.format(description=model.description, first_time=first_time))
         started = time.monotonic()
         server = start_local_model(model.name)

@@ -219,44 +219,57 @@ def test_script_explains_what_to_run_when_nothing_answers(script: str) -> None:
         assert server_kind in done.stderr
 
 
-def run_without_llama_cpp(
-    tmp_path: Path, *args: str
+def run_locally(
+    tmp_path: Path, *args: str, llama_cpp: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """The README's main job as `uv run` starts it on a clone without llama.cpp's server and
-    with no endpoint configured; `uv` here only notes what it was asked to do."""
+    """The README's main job as `uv run` starts it with no endpoint configured, on a clone
+    without llama.cpp's server (unless `llama_cpp`) and without the model fetched; `uv` here
+    only notes what it was asked to do."""
     asked = tmp_path / "asked"
     uv = tmp_path / "uv"
     uv.write_text(f'#!/bin/sh\necho "$@" > {asked}\nexit 1\n')
     uv.chmod(0o755)
     script = COOKBOOK / "langgraph_agent.py"
+    blocked = "" if llama_cpp else "sys.modules['llama_cpp'] = None; "
     code = (
-        "import runpy, sys; sys.modules['llama_cpp'] = None; "
+        f"import runpy, sys; {blocked}"
         f"sys.path.insert(0, {str(COOKBOOK)!r}); sys.argv = [{str(script)!r}, *{list(args)!r}]; "
         f"runpy.run_path({str(script)!r}, run_name='__main__')"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "HERMES_MODEL")}
+    cache = tmp_path / "cache"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**env, "UV": str(uv)},
+        env={**env, "UV": str(uv), "HERMES_TOOLS_CACHE": str(cache)},
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
+    assert not cache.exists() or not any(cache.rglob("*.gguf"))  # nothing downloaded
     return done, asked.read_text() if asked.exists() else ""
 
 
 def test_with_no_endpoint_the_build_waits_for_the_user_to_choose_it(tmp_path: Path) -> None:
-    done, asked = run_without_llama_cpp(tmp_path)
+    done, asked = run_locally(tmp_path)
     assert done.returncode == 2
     assert asked == ""  # nothing was built
-    assert "about 10 minutes on 2 cores, once" in done.stderr
+    assert "builds llama-cpp-python from source (about 10 minutes on 2 cores, once)" in done.stderr
+    assert "then downloads the model (1,117 MB)" in done.stderr
     assert "uv run cookbook/langgraph_agent.py --local" in done.stderr
     assert "OPENAI_BASE_URL=http://localhost:11434/v1" in done.stderr
     assert "Traceback" not in done.stderr
 
 
+def test_with_no_endpoint_the_download_waits_for_the_user_to_choose_it(tmp_path: Path) -> None:
+    done, _ = run_locally(tmp_path, llama_cpp=True)
+    assert done.returncode == 2
+    assert "the first time, that downloads the model (1,117 MB)" in done.stderr
+    assert "builds" not in done.stderr
+    assert "uv run cookbook/langgraph_agent.py --local" in done.stderr
+
+
 def test_local_chooses_the_build(tmp_path: Path) -> None:
-    done, asked = run_without_llama_cpp(tmp_path, "--local")
+    done, asked = run_locally(tmp_path, "--local")
     assert asked.split() == ["sync", "--inexact", "--group", "local"]
     assert "Installing llama.cpp's server now" in done.stdout
