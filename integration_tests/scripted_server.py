@@ -119,6 +119,8 @@ class ScriptedServer:
         self.props: dict[str, Any] | None = None
         # What `POST /api/show` answers, as Ollama describes a model (None: 404).
         self.model_card: dict[str, Any] | None = OLLAMA_MODEL_CARD
+        # The models `GET /v1/models` and `GET /api/tags` list.
+        self.listed: list[str] = ["scripted"]
         self.requests: list[Recorded] = []
         self._ids = itertools.count(1)
         handler = type("Handler", (_Handler,), {"server_state": self})
@@ -153,6 +155,7 @@ class ScriptedServer:
             self.constrains = None
             self.props = None
             self.model_card = OLLAMA_MODEL_CARD
+            self.listed = ["scripted"]
 
     def script(self, *replies: Reply | str) -> None:
         """Queue replies; keyed ones (with `match`) answer matching requests in any order."""
@@ -248,9 +251,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.server_state.record(Recorded(self.path, headers, {}, port=self.client_address[1]))
         path = self.path.split("?")[0].rstrip("/")
         if path.endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+            listed = self.server_state.listed
+            data = [{"id": name, "object": "model"} for name in listed]
+            self._json(200, {"object": "list", "data": data})
         elif path == "/api/tags":
-            self._json(200, {"models": [{"name": "scripted", "model": "scripted"}]})
+            models = [{"name": name, "model": name} for name in self.server_state.listed]
+            self._json(200, {"models": models})
         elif path == "/props" and self.server_state.props is not None:
             self._json(200, self.server_state.props)
         else:

@@ -160,8 +160,41 @@ def test_a_server_with_native_tools_and_a_model_that_does_not_call(
     status, out = _doctor("--base-url", server.base_url, "--syntax", "json", "--cases", "4")
     assert status == 1, out
     assert "native tools: the server takes them and reads calls" in out
-    assert "Tool calling does not work well on scripted" in out
+    assert "scripted made no call right under any syntax (0/3 call cases)" in out
+    assert "[[models]]" not in out  # nothing to recommend
     server.reset()  # a model that does not call is asked again: some replies stay unused
+
+
+def test_a_model_that_calls_some_gets_the_closest_rule(server: ScriptedServer) -> None:
+    server.script(Reply("no tools here", status=400))
+    server.script(GOOD[0], *["I cannot do that." for _ in range(8)])
+    status, out = _doctor("--base-url", server.base_url, "--syntax", "json", "--cases", "3")
+    assert status == 1, out
+    assert "Tool calling does not work well on scripted: at best 1/3 call cases right" in out
+    assert '[[models]]\nmatch = "scripted"\nsyntax = "json"' in out
+    server.reset()
+
+
+def test_an_ollama_name_without_its_tag_is_the_listed_one(server: ScriptedServer) -> None:
+    server.listed = ["gemma3:latest"]
+    server.script(Reply("no tools here", status=400), *GOOD[:2])
+    status, out = _doctor(
+        "--base-url", server.base_url, "--model", "gemma3", "--syntax", "json", "--cases", "2"
+    )
+    assert status == 0, out
+    assert "does not list" not in out
+
+
+def test_the_key_comes_from_openai_api_key_as_the_sdk_reads_it(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    server.script(Reply("no tools here", status=400), *GOOD[:1])
+    status, out = _doctor("--base-url", server.base_url, "--syntax", "json", "--cases", "1")
+    assert status == 0, out
+    assert {r.headers.get("authorization") for r in server.requests} == {
+        "Bearer sk-from-the-environment"
+    }
 
 
 def test_nothing_listening_exits_2() -> None:

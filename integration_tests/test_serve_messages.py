@@ -462,6 +462,20 @@ def test_bad_requests_are_400s_in_anthropics_shape_naming_the_field(
     assert server.requests == []
 
 
+def test_a_tool_choice_given_as_a_string_is_told_the_objects_it_may_be(
+    server: ScriptedServer, proxy: RunningProxy
+) -> None:
+    # OpenAI's "tool_choice": "auto" sent to Anthropic's API.
+    body = {"model": "qwen", "max_tokens": 9, "messages": QUESTION, "tool_choice": "auto"}
+    response = httpx.post(proxy.url + "/v1/messages", json=body, timeout=30)
+    assert response.status_code == 400
+    assert anthropic_error(response)["message"] == (
+        'tool_choice: must be an object such as {"type": "auto"} (auto, any, tool with a '
+        "name, or none), not a string"
+    )
+    assert server.requests == []
+
+
 @pytest.mark.parametrize(
     "raw",
     [

@@ -164,7 +164,7 @@ def run(
             "pass one of those with --model"
         )
         return 2
-    if listed and model not in listed:
+    if listed and model not in listed and f"{model}:latest" not in listed:  # Ollama's tag
         say(f"! the server does not list {model!r} but answers for it; {others}")
     _constraints(base_url, model, api_key, say)
     _window(base_url, model, api_key, say)
@@ -181,6 +181,13 @@ def run(
         )
     works = best.calls_right > 0 and best.calls_right * 2 >= best.call_cases
     rule = _rule(model, best.syntax)
+    if not best.calls_right:
+        say(
+            f"\n{model} made no call right under any syntax (0/{best.call_cases} call cases): "
+            "it does not call tools reliably here. No rule is suggested; try a larger or "
+            "instruction-tuned model."
+        )
+        return 1
     if works:
         say(f"\nTool calling works on {model} with syntax={best.syntax!r}. For hermes-tools serve:")
     else:

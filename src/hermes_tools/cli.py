@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -95,7 +96,11 @@ def _arguments() -> argparse.ArgumentParser:
         "--model", metavar="NAME", help="the model to check (the only one listed if unset)"
     )
     doctor.add_argument(
-        "--api-key", default="", metavar="KEY", help="the endpoint's key, if it needs one"
+        "--api-key",
+        default=os.environ.get("OPENAI_API_KEY", ""),
+        metavar="KEY",
+        help="the endpoint's key, if it needs one (default: OPENAI_API_KEY, as the openai "
+        "SDK reads it)",
     )
     doctor.add_argument(
         "--syntax",

@@ -45,8 +45,9 @@ def add_serve_command(commands: Any) -> None:
         "/v1/messages (Anthropic's Messages API) as they would to OpenAI or Anthropic, and get "
         "native tool calls back, streamed or not. GET /v1/models, POST /v1/completions and "
         "POST /v1/embeddings pass through to UPSTREAM; other routes only where the config's "
-        "`passthrough` opens them. Stateless: scale it with --workers or more replicas behind "
-        "a load balancer.",
+        "`passthrough` opens them. It keeps no state but the Responses API's stored responses "
+        '(shared by every worker and replica with response_store = "redis://..." in the '
+        "config): scale it with --workers or more replicas behind a load balancer.",
     )
     serve.add_argument(
         "--upstream",

@@ -206,7 +206,10 @@ def _check_fields(body: Mapping[str, Any], whole: bool) -> None:
         "top_k": ((int,), "an integer"),
         "metadata": ((dict,), "an object"),
         "tools": ((list,), "an array"),
-        "tool_choice": ((dict,), "an object"),
+        "tool_choice": (
+            (dict,),
+            'an object such as {"type": "auto"} (auto, any, tool with a name, or none)',
+        ),
         "system": ((str, list), "a string or an array of text blocks"),
         "output_config": ((dict,), "an object"),
     }
