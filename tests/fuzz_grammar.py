@@ -831,6 +831,42 @@ def _fence(b: _Builder) -> None:
     b.add(f"```{language}\n<tool_call>\n{body}\n</tool_call>\n{b.marker()}\n```\n", TEXT, "fence")
 
 
+def _fenced_block_call(b: _Builder) -> None:
+    """A call block in a fence that ends the reply: the reply's call when no text came before
+    it (llama.cpp's Hermes 2 Pro shape), an example shown in code after text."""
+    b.newline()
+    written = _content_so_far(b)
+    call = _json_call(b)
+    language = pick(b.c, ["", "json", "xml"])
+    tag = pick(b.c, ["tool_call", "function_call"])
+    text = f"```{language}\n<{tag}>\n{call.body}\n</{tag}>\n```"
+    if written is None:  # what came before may or may not be text
+        call.call.must_parse = False
+        _add_tagless(b, text, "fenced_block_maybe", accepted=False)
+    elif not written:
+        bound = call.call.name in ("get_weather", "write_file")
+        call.call.must_parse = call.clean and not call.flat and bound
+        _add_tagless(b, text, "fenced_block_call", accepted=call.call.must_parse)
+    else:
+        b.calls[-1].arguments = None
+        b._pending = [(word, None) for word, _ in b._pending]
+        b.add(text, TEXT, "fenced_block_text")
+
+
+def _content_so_far(b: _Builder) -> bool | None:
+    """Whether visible text came before (None: what came before may or may not be text; with
+    think_open, what comes before a `</think>` is reasoning; where a block is text (another
+    call tag), the backticks in it may leave a fence open)."""
+    written = False
+    for segment, kind, piece in zip(b.segments, b.kinds, b.pieces, strict=True):
+        if segment.tentative or segment.home == ANY or kind == "think" or "`" in piece:
+            return None
+        if kind in ("think", "newline", "end_token") or kind.endswith("_call"):
+            continue
+        written = written or bool(piece.strip())
+    return written
+
+
 def _fenced_config(b: _Builder) -> None:
     """A fenced JSON object that is no call, maybe never closed (issue 10's example)."""
     b.newline()
@@ -876,7 +912,7 @@ def _tools_calls(b: _Builder) -> None:
         inner = "\n".join(call.body for call in calls)
     text = f"<tools>\n{inner}\n</tools>"
     if accepted:  # decided at `</tools>`, whatever follows
-        b.add(text, CALL, "tools_calls")
+        b.add(text, CALL, "tools_call")
     else:
         _add_tagless(b, text, "tools_calls", accepted=False)
 
@@ -989,6 +1025,7 @@ _ENDINGS = [
     _bare_json_list,
     _pythonic_bare,
     _tool_code_fence,
+    _fenced_block_call,
     _cut_off_call,
     _unclosed_think_then_call,
     lambda b: _python_tag(b, ending=True),

@@ -146,6 +146,7 @@ _PROTOCOL_WORDS = frozenset(
         "parameters",
         "type",
         "json",
+        "xml",  # a fence's language, around a call block
         "tool_code",
         "true",
         "false",

@@ -243,6 +243,47 @@ def test_a_tools_array_that_is_not_exactly_calls_is_text(text: str) -> None:
     check_all_text(text, TOOLS)
 
 
+FENCE = "`" * 3
+PARIS_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{FENCE}\n<function_call>\n{PARIS_CALL}\n</function_call>\n{FENCE}",
+        f"{FENCE}xml\n<tool_call>\n{PARIS_CALL}\n</tool_call>\n{FENCE}\n",
+        f"{FENCE}json\n<tool_call>{PARIS_CALL}</tool_call>\n{FENCE}",
+        f"<think>Paris, then.</think>\n{FENCE}\n<function_call>\n{PARIS_CALL}\n</function_call>",
+        f"{FENCE}\n<function_call>\n{PARIS_CALL}\n</function_",  # the end cut the tag off
+    ],
+)
+def test_a_whole_reply_that_is_a_call_block_in_a_fence_is_a_call(text: str) -> None:
+    result = parse_every_split(text, TOOLS)
+    assert calls_as_dicts(result) == [PARIS]
+    assert result.invalid_tool_calls == []
+    assert result.content == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # After text: an example shown in code.
+        f"Like this:\n{FENCE}\n<function_call>\n{PARIS_CALL}\n</function_call>\n{FENCE}",
+        # Text after the fence.
+        f"{FENCE}\n<function_call>\n{PARIS_CALL}\n</function_call>\n{FENCE}\nThat is all.",
+        # The block never closes inside the fence, or the reply ends before it does.
+        f"{FENCE}\n<function_call>\n{PARIS_CALL}\n{FENCE}",
+        f"{FENCE}\n<function_call>\n{PARIS_CALL}",
+        # Two opening tags; an xml fence without a block; the block on the info line.
+        f"{FENCE}\n<function_call>\n<function_call>\n{PARIS_CALL}\n</function_call>\n{FENCE}",
+        f"{FENCE}xml\n{PARIS_CALL}\n{FENCE}",
+        f"{FENCE}<function_call>\n{PARIS_CALL}\n</function_call>\n{FENCE}",
+    ],
+)
+def test_a_call_block_in_a_fence_that_is_not_the_whole_reply_is_text(text: str) -> None:
+    check_all_text(text, TOOLS)
+
+
 def test_custom_call_tag() -> None:
     result = parse(
         '<fn>{"name": "get_weather", "arguments": {"city": "Paris"}}</fn> and <tool_call>x',

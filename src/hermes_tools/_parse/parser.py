@@ -27,7 +27,9 @@ States:
 - FENCE      inside a ``` fence: tags are text. Ends at a line starting with the fence.
 - FENCE_HEAD a fence at the start of a line that may hold a call without tags (tentative): its
              info word (a language calls are written in), then blank lines, then the call
-             (a JSON fence may hold several, one after another).
+             (a JSON fence may hold several, one after another). In a reply with no text
+             before the fence, the call may sit in its block's tags inside the fence
+             (llama.cpp's Hermes 2 Pro shape); after text, that is an example in code.
 - BODY_START after a block's opening tag: the first text picks the reader.
 - BLOCK      a call reader consumes until its block ends.
 - TAGLESS    a call without tags (tentative), read strictly: a JSON object naming a bound tool,
@@ -130,6 +132,8 @@ _LINE_INDENT = re.compile(r"[ \t]*")
 # The fences a call without tags may stand in, by what the call is written in.
 _JSON_FENCES = frozenset({"", "json", "json5", "jsonc", "javascript", "js", "tool_call"})
 _PYTHONIC_FENCES = frozenset({"tool_code", "tool_call"})
+# Fences that hold a call only inside its block's tags (```xml\n<tool_call>{...}</tool_call>).
+_WRAPPER_FENCES = frozenset({"xml"})
 _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for its end
 _MAX_FENCE_RUN = 16  # a longer run of backticks after a call opens no fence worth waiting for
 _INFO_STOPS = re.compile(r"[\n<]")
@@ -174,6 +178,7 @@ class _Tentative:
         "awaiting_fence_close",
         "channel",
         "events",
+        "fence_wrapper",
         "first_index",
         "info",
         "pending",
@@ -201,6 +206,9 @@ class _Tentative:
         self.awaiting_fence_close = False
         self.quoted = False  # a tagless call in it repeats text of the conversation
         self.info: list[str] = []  # FENCE_HEAD: the fence's info line so far
+        # The closing tag of a call block written inside the fence around the call
+        # (```\n<function_call>{...}</function_call>\n```); "" once it came, None: no block.
+        self.fence_wrapper: str | None = None
 
 
 def _with_id(call: ToolCall | InvalidToolCall, call_id: str) -> ToolCall | InvalidToolCall:
@@ -848,7 +856,7 @@ class StreamParser:
             newline = stop.start()
             info = ("".join(tentative.info) + buf[pos:newline]).strip().lower()
             tentative.info = [info]
-            if info not in _JSON_FENCES and info not in _PYTHONIC_FENCES:
+            if info not in _JSON_FENCES | _PYTHONIC_FENCES | _WRAPPER_FENCES:
                 tentative.raw.append(buf[pos : newline + 1])
                 self._reject()  # code in some other language: no call here
                 self._open_fence(self._fence_len)
@@ -860,8 +868,27 @@ class StreamParser:
         if start == len(buf):
             return start
         info = tentative.info[0]
-        if buf[start] == "{" and info in _JSON_FENCES:
+        # Only in a reply with no text but the fence: after text, a call block in a fence
+        # is an example shown in code.
+        if buf[start] == "<" and tentative.fence_wrapper is None and not self._content.started:
+            found = self._content_tags.match(buf, start)
+            if isinstance(found, NeedMore):
+                return start
+            if found is not None and found[0] is Tag.BLOCK_OPEN:
+                close = self._blocks[buf[start : found[1]]].close
+                if close is not None:
+                    # The call's block inside the fence: markup once the fence closes.
+                    tentative.fence_wrapper = close
+                    return found[1]
+        json_fence = info in _JSON_FENCES or tentative.fence_wrapper is not None
+        if buf[start] == "{" and json_fence:
             reader: Reader = self._strict_json_reader()
+        elif tentative.fence_wrapper is not None or info in _WRAPPER_FENCES:
+            tentative.raw.append(buf[pos:start])
+            self._reject()
+            self._open_fence(self._fence_len)
+            self._fence_line_start = self._line_start
+            return start
         else:
             pythonic = info in _PYTHONIC_FENCES and starts_pythonic(buf, start)
             if isinstance(pythonic, NeedMore):
@@ -939,8 +966,14 @@ class StreamParser:
         start = _skip_whitespace(buf, pos)
         if start > pos:
             return start
+        wrapper = tentative.fence_wrapper
+        if tentative.awaiting_fence_close and wrapper and buf.startswith(wrapper, pos):
+            tentative.fence_wrapper = ""
+            return pos + len(wrapper)
+        if tentative.awaiting_fence_close and wrapper and cut_off(buf, pos, wrapper):
+            return pos
         if tentative.awaiting_fence_close:
-            if buf.startswith("```", pos):
+            if buf.startswith("```", pos) and not wrapper:
                 tentative.awaiting_fence_close = False
                 tentative.resume = State.CONTENT
                 return pos + 3
@@ -1113,7 +1146,10 @@ class StreamParser:
         if self._tentative is None:
             self._text(held)
             return
-        if held and not self._is_protocol_tail(held):
+        wrapper = self._tentative.fence_wrapper
+        # A call's block opened inside the fence must close (or start to) before the end.
+        unclosed = bool(wrapper) and not (held and wrapper is not None and wrapper.startswith(held))
+        if unclosed or (held and not self._is_protocol_tail(held)):
             self._reject()
             if self._state is State.REASONING:
                 self._think(held)
