@@ -853,6 +853,34 @@ def _fenced_block_call(b: _Builder) -> None:
         b.add(text, TEXT, "fenced_block_text")
 
 
+def _opening_call(b: _Builder) -> None:
+    """A bare call, then a sentence of its own: the reply's call when its text starts with
+    it (vLLM and SGLang read Llama's so), an example in prose after text."""
+    written = _content_so_far(b)
+    call = _json_call(b) if chance(b.c, 70) else None
+    if call is None:
+        body, expected, clean = _pythonic_list(b)
+    else:
+        bound = call.call.name in ("get_weather", "write_file")
+        body, expected, clean = call.body, call.call, call.clean and not call.flat and bound
+    separator = pick(b.c, [" ", "\n", "\n\n"])
+    opening = pick(b.c, ["Done", "I used it", "Here is the result"])
+    if written is False and clean:
+        expected.must_parse = True
+        b.add(body + separator, CALL, "opening_call")
+        b.add(f"{opening}: {b.marker()}.\n", TEXT, "prose")  # its marker written after the call
+    else:
+        expected.must_parse = False
+        sentence = f"{opening}: {b.marker()}.\n"
+        _add_tagless(b, body + separator + sentence, "opening_call_maybe", accepted=False)
+
+
+def _pythonic_list(b: _Builder) -> tuple[str, ExpectedCall, bool]:
+    """One pythonic call to a bound tool in a list, as a reply without tags writes it."""
+    text, expected, clean = _pythonic_call(b)
+    return f"[{text}]", expected, clean and expected.name in ("get_weather", "write_file")
+
+
 def _content_so_far(b: _Builder) -> bool | None:
     """Whether visible text came before (None: what came before may or may not be text; with
     think_open, what comes before a `</think>` is reasoning; where a block is text (another
@@ -967,6 +995,7 @@ _MIDDLE = [
     (_json_in_prose, 1),
     (_tools_echo, 1),
     (_tools_calls, 1),
+    (_opening_call, 1),
     (_end_token, 1),
     (_tag_soup, 1),
     (_big_json_in_text, 1),

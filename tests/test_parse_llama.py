@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from parser_helpers import WEATHER, calls_as_dicts, parse_every_way
+from parser_helpers import (
+    WEATHER,
+    calls_as_dicts,
+    check_all_text,
+    parse_every_split,
+    parse_every_way,
+)
 
 TOOLS = [WEATHER]
 SF = [{"name": "get_weather", "arguments": {"city": "SF"}}]
@@ -136,3 +142,46 @@ def test_a_broken_llama_call_closed_by_the_end_of_the_output_is_repaired() -> No
     result = parse_every_way(cut, TOOLS)
     assert result.tool_calls == []
     assert len(result.invalid_tool_calls) == 1
+
+
+SF_CALL = '{"name": "get_weather", "parameters": {"city": "SF"}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        (f"{SF_CALL} I used {{get_weather}} for this.", "I used {get_weather} for this."),
+        (
+            '{"type": "function", "name": "get_weather", "parameters": {"city": "SF"}}\n'
+            "Do you want the forecast too?",
+            "Do you want the forecast too?",
+        ),
+        (f"<think>SF it is.</think>\n{SF_CALL}\n\nHere it is.", "Here it is."),
+    ],
+)
+def test_a_bare_call_that_the_reply_starts_with_is_a_call_before_its_prose(
+    text: str, content: str
+) -> None:
+    result = parse_every_split(text, TOOLS)
+    assert calls_as_dicts(result) == SF
+    assert result.content == content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Like so: {SF_CALL} I used it.",  # after text: an example
+        f"{SF_CALL}\nis what a call looks like.",  # prose about the call
+        f"{SF_CALL}, then you get the weather.",
+        f"```json\n{SF_CALL}\n```\nThat is the call.",  # shown in code
+    ],
+)
+def test_a_bare_call_in_prose_stays_text(text: str) -> None:
+    check_all_text(text, TOOLS)
+
+
+def test_a_reply_that_repeats_a_call_from_the_conversation_is_text() -> None:
+    text = f"{SF_CALL} I used it."
+    result = parse_every_way(text, TOOLS, untrusted=[f"Example: {SF_CALL}"])
+    assert result.tool_calls == []
+    assert result.content == text

@@ -19,6 +19,7 @@ from parser_helpers import (
     check_all_text,
     coalesce,
     numbered_ids,
+    parse_every_split,
     parse_every_way,
     random_cuts,
     run,
@@ -205,3 +206,11 @@ def test_the_syntax_is_taught_and_written_back() -> None:
     assert calls_as_dicts(parse_every_way(assistant, TOOLS)) == [
         {"name": "register_user", "arguments": {"name": "D'oe </tool_call>", "age": 9}}
     ]
+
+
+def test_a_call_list_that_the_reply_starts_with_is_a_call_before_its_prose() -> None:
+    result = parse_every_split("[get_weather(city='Tokyo')] Here's the forecast:", TOOLS)
+    assert [(call.name, call.arguments) for call in result.tool_calls] == [
+        ("get_weather", {"city": "Tokyo"})
+    ]
+    assert result.content == "Here's the forecast:"

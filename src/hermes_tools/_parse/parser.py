@@ -38,7 +38,9 @@ States:
              inside its strings stay text.
 - TAIL       after a tentative call: whitespace (and, between calls without tags, `;`) is
              held; what comes next decides. A block's closing tag there closes the call
-             (the model left its opening tag out): markup, and the call is confirmed.
+             (the model left its opening tag out): markup, and the call is confirmed. Text
+             rejects it, unless the reply's text started with the call (bare) and this text
+             starts a sentence of its own: then the call is confirmed and the text follows.
 - AFTER_CALL after a `<function=...>` call written without its block's opening tag:
              whitespace is held; a block's closing tag there is markup too. Anything else
              is CONTENT.
@@ -181,6 +183,7 @@ class _Tentative:
         "fence_wrapper",
         "first_index",
         "info",
+        "opens_reply",
         "pending",
         "pending_after_markup",
         "quoted",
@@ -205,6 +208,8 @@ class _Tentative:
         self.events: list[Event] = []
         self.awaiting_fence_close = False
         self.quoted = False  # a tagless call in it repeats text of the conversation
+        # A call without tags that the reply's text starts with: a call even if text follows.
+        self.opens_reply = False
         self.info: list[str] = []  # FENCE_HEAD: the fence's info line so far
         # The closing tag of a call block written inside the fence around the call
         # (```\n<function_call>{...}</function_call>\n```); "" once it came, None: no block.
@@ -509,7 +514,10 @@ class StreamParser:
                 self._text("[")
                 return at + 1
             reader = self._strict_pythonic_reader()
+        opens_reply = self._tentative is None and not self._content.started
         self._begin_tentative(self._content, resume=State.CONTENT)
+        assert self._tentative is not None
+        self._tentative.opens_reply = opens_reply
         self._reader = reader
         self._state = State.TAGLESS
         return at
@@ -1038,8 +1046,30 @@ class StreamParser:
                 return pos
             if token is not None:
                 return self._end_of_turn(token[1])
-        self._reject()
+        self._text_follows(buf[pos])
         return pos
+
+    def _text_follows(self, first: str) -> None:
+        """Text after a tentative call (`first`: its first character): the call was an
+        example in prose, unless the reply's text starts with the call (bare, not in a
+        fence) and the text starts a sentence of its own ("I used ...", "Here's ..."), not
+        one about the call ("is what a call looks like"): then it is the reply's call, and
+        the text its content."""
+        tentative = self._tentative
+        assert tentative is not None
+        if (
+            not tentative.opens_reply
+            or tentative.info
+            or tentative.channel is not self._content
+            or not first.isupper()
+        ):
+            self._reject()
+            return
+        self._settle_tentative()
+        if self._state is State.TAIL:  # a call (a quote was rejected, its text resumed)
+            self._boundary()
+            self._segment_has_text = False
+            self._state = State.CONTENT
 
     def _in_after_call(self, buf: str, pos: int) -> int:
         start = _skip_whitespace(buf, pos)
@@ -1150,7 +1180,10 @@ class StreamParser:
         # A call's block opened inside the fence must close (or start to) before the end.
         unclosed = bool(wrapper) and not (held and wrapper is not None and wrapper.startswith(held))
         if unclosed or (held and not self._is_protocol_tail(held)):
-            self._reject()
+            if unclosed:
+                self._reject()
+            else:
+                self._text_follows(held[:1])
             if self._state is State.REASONING:
                 self._think(held)
             else:
