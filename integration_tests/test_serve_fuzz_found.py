@@ -283,3 +283,16 @@ def test_a_get_with_a_body_is_a_400_and_smuggles_nothing(
     assert models.status_code == 200
     assert models.json()["data"][0]["id"] == "scripted"
     assert [request.path for request in server.requests] == ["/v1/models"]
+
+
+@pytest.mark.parametrize("kind", [{"a": 1}, ["web_search"], 5, None])
+def test_a_responses_tool_whose_type_is_no_string_is_a_400(
+    server: ScriptedServer, proxy: RunningProxy, kind: Any
+) -> None:
+    """A Responses tool with `"type": {...}`: a 500 (TypeError in the check for hosted
+    tools, which looked the type up in a set)."""
+    body = {"model": "qwen", "input": "Weather in Paris?", "tools": [{"type": kind, "name": "f"}]}
+    answer = httpx.post(proxy.base_url + "/responses", json=body)
+    assert answer.status_code == 400, answer.text
+    assert "tools[0]" in answer.json()["error"]["message"]
+    assert server.requests == []

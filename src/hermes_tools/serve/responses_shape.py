@@ -373,8 +373,9 @@ def _tools(value: object) -> tuple[list[dict[str, Any]], dict[str, str], list[st
                 namespaces[spec["function"]["name"]] = str(tool.get("name") or "")
                 _add_tool(tools, where_of, spec, f"{where}.tools[{position}]")
             continue
-        if tool.get("type") in HOSTED_TOOLS:
-            left_out.append(str(tool["type"]))
+        kind = tool.get("type")
+        if isinstance(kind, str) and kind in HOSTED_TOOLS:
+            left_out.append(kind)
             continue
         _add_tool(tools, where_of, _function_tool(tool, where), where)
     return tools, namespaces, left_out
