@@ -673,14 +673,15 @@ def _pythonic_bare(b: _Builder) -> None:
     """A list of calls without tags, at the very end of the reply (maybe after prose)."""
     if chance(b.c, 50):
         b.newline()
-    calls = [_pythonic_call(b) for _ in range(pick(b.c, [1, 1, 2]))]
+    calls = [_pythonic_call(b) for _ in range(pick(b.c, [1, 1, 2, 3]))]
+    bound = all(call.name in ("get_weather", "write_file") for _, call, _ in calls)
+    # A call broken inside its parentheses is an invalid call and its siblings are read; a
+    # name that is no tool, or no well-formed call at all, and the whole list is text.
+    accepted = bound and any(clean for _, _, clean in calls)
     for _, call, clean in calls:
-        call.must_parse = clean and call.name in ("get_weather", "write_file")
-    if not all(clean and call.name in ("get_weather", "write_file") for _, call, clean in calls):
-        for _, call, _ in calls:
-            call.must_parse = False  # one bad call and the whole list is text
+        call.must_parse = accepted and clean
     text = "[" + ", ".join(text for text, _, _ in calls) + "]"
-    _add_tagless(b, text, "pythonic_bare", accepted=calls[0][1].must_parse)
+    _add_tagless(b, text, "pythonic_bare", accepted=accepted)
 
 
 def _tool_code_fence(b: _Builder) -> None:

@@ -214,3 +214,39 @@ def test_a_call_list_that_the_reply_starts_with_is_a_call_before_its_prose() -> 
         ("get_weather", {"city": "Tokyo"})
     ]
     assert result.content == "Here's the forecast:"
+
+
+@pytest.mark.parametrize(
+    ("broken", "error"),
+    [
+        ("bad(x=b'z')", "not a Python literal"),
+        ("get_weather(city=nan)", "not a Python literal"),
+        ("get_weather('Oslo')", "positional arguments"),
+        ("get_weather(city=lookup(q='x, y)'))", "not a Python literal"),
+    ],
+)
+def test_a_broken_call_in_a_bare_list_does_not_drop_its_siblings(broken: str, error: str) -> None:
+    tools = [*TOOLS, {"name": "bad"}]
+    good = "get_weather(city='San Francisco')"
+    for text in (f"[{broken}, {good}]", f"[{good}, {broken}]"):
+        result = parse_every_split(text, tools)
+        assert [(call.name, call.arguments) for call in result.tool_calls] == [
+            ("get_weather", {"city": "San Francisco"})
+        ]
+        (invalid,) = result.invalid_tool_calls
+        assert invalid.arguments == broken
+        assert error in invalid.error
+        assert result.content == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[get_weather('Oslo'), get_weather(city=nan)]",  # no well-formed call
+        "[nope(x=1), get_weather(city='Oslo')]",  # a name that is no tool
+        "[get_weather(city='Oslo), get_weather(city='Rome')]",  # a quote never closed
+        "[get_weather(city=b'x']",  # the list closes inside the call
+    ],
+)
+def test_a_bare_list_without_a_well_formed_call_to_a_tool_stays_text(text: str) -> None:
+    check_all_text(text, TOOLS)

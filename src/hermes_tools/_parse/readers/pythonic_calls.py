@@ -9,8 +9,10 @@ start with `_` and hold dots (`functions.get_weather`).
 Inside a call block (`<tool_call>`, `<|python_start|>`, `<|tool_call_start|>`, a ```tool_code
 fence...) the brackets are optional and calls may also be separated by line breaks or `;`; a
 call that is malformed or cut off is invalid, with its raw text, never guessed. Outside any
-block (`strict`), a list of calls counts only when it is written as a list and names bound
-tools: anything else rejects it and the text stays text.
+block (`strict`), a list of calls counts only when it is written as a list, names bound tools
+and holds at least one well-formed call: a call broken inside its parentheses (a value that is
+no Python literal, a positional argument) is an invalid call with its raw text, skipped to its
+closing `)`, and its siblings are read; anything else rejects the list and the text stays text.
 
 Each value is read by a `JsonLexer` (which knows Python's literals) into the call's
 `CanonicalWriter`, so string values stream as they arrive and the deltas join into the JSON of
@@ -55,6 +57,7 @@ class _State(IdentityEnum):
     VALUE = enum.auto()  # a value, read by the lexer
     AFTER_VALUE = enum.auto()  # `,` or `)`
     FAILED = enum.auto()  # broken: the rest of the block is one invalid call
+    SKIP = enum.auto()  # strict: a call broken inside its parentheses, up to its `)`
 
 
 class PythonicCallReader(CallReader[_State]):
@@ -77,6 +80,10 @@ class PythonicCallReader(CallReader[_State]):
         self._keyword_name = ""
         self._settled = 0  # absolute offset up to which every character is accounted for
         self._failure: tuple[str, int] | None = None
+        self._opened = False  # the current call's `(` was read
+        self._skip_quote = ""  # SKIP: the quote of the string being skipped, if in one
+        self._skip_escape = False
+        self._skip_depth = 0  # SKIP: brackets opened since the failure
 
     def listed_or_single(self) -> None:
         """Also accept one call without the list's brackets (a ```tool_code fence)."""
@@ -156,6 +163,7 @@ class PythonicCallReader(CallReader[_State]):
         self._writer = CanonicalWriter()
         self._writer.begin_container("{")
         self._arguments = 0
+        self._opened = True
         self._state = _State.ARGUMENT
         return pos + 1
 
@@ -234,6 +242,7 @@ class PythonicCallReader(CallReader[_State]):
         call.write_args(self._writer.take())
         start, end = self._call_start, self._abs(pos + 1)
         self._call = None
+        self._opened = False
 
         def raw() -> str:
             return self._raw.slice(start, end).strip()
@@ -252,12 +261,46 @@ class PythonicCallReader(CallReader[_State]):
         self.rejected = True
 
     def _fail(self, error: str, pos: int) -> int:
+        if self._strict and not (self._opened and self._depth):
+            self._reject()  # no list, or no call's `(` yet: not a list of calls
+            return pos
         if self._strict:
-            self._reject()
+            self._failure = (error, self._call_start)
+            self._skip_quote, self._skip_escape, self._skip_depth = "", False, 0
+            self._state = _State.SKIP
             return pos
         start = self._call_start if self._call is not None else self._settled
         self._failure = (error, start)
         self._state = _State.FAILED
+        return pos
+
+    def _skip_call(self, text: str, pos: int) -> int:
+        """Past a broken call in a list, to the `)` that closes it (quotes and brackets
+        followed), where it becomes an invalid call with its raw text."""
+        while pos < len(text):
+            ch = text[pos]
+            pos += 1
+            if self._skip_quote:
+                if self._skip_escape:
+                    self._skip_escape = False
+                elif ch == "\\":
+                    self._skip_escape = True
+                elif ch == self._skip_quote:
+                    self._skip_quote = ""
+            elif ch in "'\"":
+                self._skip_quote = ch
+            elif ch in "([{":
+                self._skip_depth += 1
+            elif ch in ")]}" and self._skip_depth:
+                self._skip_depth -= 1
+            elif ch == ")":
+                self._opened = False
+                self._settle_failure(self._abs(pos))
+                self._state = _State.BETWEEN
+                return pos
+            elif ch in "]}":
+                self._reject()  # the list closes inside the call: not a list of calls
+                return pos - 1
         return pos
 
     def _settle_failure(self, end: int) -> None:
@@ -313,6 +356,7 @@ PythonicCallReader.HANDLERS = {
     _State.VALUE: PythonicCallReader._value,
     _State.AFTER_VALUE: PythonicCallReader._after_value,
     _State.FAILED: PythonicCallReader._skip_to_block_end,
+    _State.SKIP: PythonicCallReader._skip_call,
 }
 
 
