@@ -855,25 +855,39 @@ def _fenced_block_call(b: _Builder) -> None:
 
 
 def _opening_call(b: _Builder) -> None:
-    """A bare call, then a sentence of its own: the reply's call when its text starts with
-    it (vLLM and SGLang read Llama's so), an example in prose after text."""
+    """A bare call, maybe a word and another call, then a sentence of its own: the reply's
+    calls when its text starts with them (vLLM and SGLang read Llama's so), an example in
+    prose after text."""
     written = _content_so_far(b)
-    call = _json_call(b) if chance(b.c, 70) else None
-    if call is None:
-        body, expected, clean = _pythonic_list(b)
-    else:
-        bound = call.call.name in ("get_weather", "write_file")
-        body, expected, clean = call.body, call.call, call.clean and not call.flat and bound
+    calls = [_bare_call(b) for _ in range(pick(b.c, [1, 1, 2]))]
     separator = pick(b.c, [" ", "\n", "\n\n"])
     opening = pick(b.c, ["Done", "I used it", "Here is the result"])
-    if written is False and clean:
-        expected.must_parse = True
-        b.add(body + separator, CALL, "opening_call")
-        b.add(f"{opening}: {b.marker()}.\n", TEXT, "prose")  # its marker written after the call
+    joiner = pick(b.c, [" and ", " then\n", " also "])
+    if written is False and all(clean for _, _, clean in calls):
+        for _, expected, _ in calls:
+            expected.must_parse = True
+        b.add(calls[0][0], CALL, "opening_call")
+        if len(calls) > 1:
+            b.add(joiner, TEXT, "joiner")
+            b.add(calls[1][0], CALL, "joined_call")
+            b.exact = False  # the layout around the joining word is not modelled here
+        b.add(separator, CALL, "layout")
+        b.add(f"{opening}: {b.marker()}.\n", TEXT, "prose")  # its marker written after the calls
     else:
-        expected.must_parse = False
+        for _, expected, _ in calls:
+            expected.must_parse = False
+        body = joiner.join(text for text, _, _ in calls)
         sentence = f"{opening}: {b.marker()}.\n"
         _add_tagless(b, body + separator + sentence, "opening_call_maybe", accepted=False)
+
+
+def _bare_call(b: _Builder) -> tuple[str, ExpectedCall, bool]:
+    """A JSON call or a pythonic list of one call, and whether a strict reader takes it."""
+    if chance(b.c, 70):
+        call = _json_call(b)
+        bound = call.call.name in ("get_weather", "write_file")
+        return call.body, call.call, call.clean and not call.flat and bound
+    return _pythonic_list(b)
 
 
 def _pythonic_list(b: _Builder) -> tuple[str, ExpectedCall, bool]:

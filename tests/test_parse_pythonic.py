@@ -250,3 +250,43 @@ def test_a_broken_call_in_a_bare_list_does_not_drop_its_siblings(broken: str, er
 )
 def test_a_bare_list_without_a_well_formed_call_to_a_tool_stays_text(text: str) -> None:
     check_all_text(text, TOOLS)
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("[get_weather(city='Berlin')] and [get_weather(city='Oslo')]", "and"),
+        ("[get_weather(city='Berlin')] then\n[get_weather(city='Oslo')]\n\nDone.", "then\nDone."),
+        (
+            "[get_weather(city='Berlin')] also "
+            '{"name": "get_weather", "arguments": {"city": "Oslo"}} Both asked.',
+            "also Both asked.",
+        ),
+    ],
+)
+def test_two_calls_joined_by_a_word_at_the_start_of_the_reply_are_both_read(
+    text: str, content: str
+) -> None:
+    result = parse_every_split(text, TOOLS)
+    assert [call.arguments["city"] for call in result.tool_calls] == ["Berlin", "Oslo"]
+    assert result.content == content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[get_weather(city='Berlin')] and you get the weather.",
+        "[get_weather(city='Berlin')] and [get_weather(city='Oslo')] is how it looks.",
+        "[get_weather(city='Berlin')] and",
+        "[get_weather(city='Berlin')] andy [get_weather(city='Oslo')] is how.",
+    ],
+)
+def test_a_joining_word_not_between_two_calls_that_are_read_is_text(text: str) -> None:
+    check_all_text(text, TOOLS)
+
+
+def test_after_text_only_the_call_that_ends_the_reply_is_read() -> None:
+    text = "Like [get_weather(city='Berlin')] and [get_weather(city='Oslo')]"
+    result = parse_every_split(text, TOOLS)
+    assert [call.arguments["city"] for call in result.tool_calls] == ["Oslo"]
+    assert result.content == "Like [get_weather(city='Berlin')] and"

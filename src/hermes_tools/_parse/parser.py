@@ -41,6 +41,7 @@ States:
              (the model left its opening tag out): markup, and the call is confirmed. Text
              rejects it, unless the reply's text started with the call (bare) and this text
              starts a sentence of its own: then the call is confirmed and the text follows.
+             There a joining word (and, then, ...) before another call is held with it.
 - AFTER_CALL after a `<function=...>` call written without its block's opening tag:
              whitespace is held; a block's closing tag there is markup too. Anything else
              is CONTENT.
@@ -140,6 +141,18 @@ _MAX_FENCE_LINE = 64  # how long a fence's opening line may be while we wait for
 _MAX_FENCE_RUN = 16  # a longer run of backticks after a call opens no fence worth waiting for
 _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
+# A word between two calls without tags, then the next call's first character.
+_JOINERS = ("and", "then", "also", "or")
+_JOINED = re.compile(r"(and|then|also|or)(?:[ \t]+|[ \t]*\n[ \t]*)(?=[\[{])")
+
+
+def _may_still_join(rest: str, word: str) -> bool:
+    """Whether `rest`, the text up to the end of what was fed, may still become `word`, its
+    space and a call."""
+    if len(rest) <= len(word):
+        return word.startswith(rest)
+    space = rest[len(word) :]
+    return rest.startswith(word) and not space.strip(" \t\n") and space.count("\n") <= 1
 
 
 class _EchoList(IdentityEnum):
@@ -945,6 +958,10 @@ class StreamParser:
         self._tentative = None
         ids: dict[int, str] = {}
         for event in tentative.events:
+            if isinstance(event, TextDelta):  # a word joining two calls: their content
+                self._boundary()
+                self._text(event.text)
+                continue
             if isinstance(event, ToolCallStart):
                 ids[event.index] = self._call_id()
                 event = ToolCallStart(event.index, ids[event.index], event.name)
@@ -1008,6 +1025,10 @@ class StreamParser:
                     tentative.info = []
                     self._state = State.FENCE_HEAD
                     return end
+            if tentative.opens_reply and "a" <= ch <= "z":
+                joined = self._joining_word(buf, pos)
+                if joined is not None:
+                    return joined
             if ch == "{" or ch == "[":  # another call without tags
                 if ch == "[":
                     listed = starts_pythonic(buf, pos)
@@ -1048,6 +1069,20 @@ class StreamParser:
                 return self._end_of_turn(token[1])
         self._text_follows(buf[pos])
         return pos
+
+    def _joining_word(self, buf: str, pos: int) -> int | None:
+        """`[f(x=1)] and [g(y=2)]`: a word joining the reply's opening call to another call is
+        held with the calls, their content if they are calls. Where the word and the space
+        after it end (the next call is read from there); `pos` when the text ends before it is
+        known; None when no joining word is here."""
+        joined = _JOINED.match(buf, pos)
+        if joined is None:
+            rest = buf[pos:]
+            return pos if any(_may_still_join(rest, word) for word in _JOINERS) else None
+        tentative = self._tentative
+        assert tentative is not None
+        tentative.events.append(TextDelta(joined.group(0)))  # the word and its space
+        return joined.end()
 
     def _text_follows(self, first: str) -> None:
         """Text after a tentative call (`first`: its first character): the call was an
