@@ -866,9 +866,14 @@ def _opening_call(b: _Builder) -> None:
     if written is False and all(clean for _, _, clean in calls):
         for _, expected, _ in calls:
             expected.must_parse = True
+        # Both calls were written before either was added: each takes its own markers.
+        pending, b._pending = b._pending, []
+        first = next(n for n, call in enumerate(b.calls) if call is calls[0][1])
+        b._pending = [marker for marker in pending if marker[1] == first]
         b.add(calls[0][0], CALL, "opening_call")
         if len(calls) > 1:
             b.add(joiner, TEXT, "joiner")
+            b._pending = [marker for marker in pending if marker[1] != first]
             b.add(calls[1][0], CALL, "joined_call")
             b.exact = False  # the layout around the joining word is not modelled here
         b.add(separator, CALL, "layout")
