@@ -224,9 +224,12 @@ def parse_every_split(
     return result
 
 
-def check_all_text(text: str, tools: Iterable[object] | None = None, **options: Any) -> None:
-    """`text` parsed every way is text: no call, valid or invalid, and all of it content."""
-    result = parse_every_way(text, tools, **options)
+def check_all_text(
+    text: str, tools: Iterable[object] | None = None, *, every_split: bool = False, **options: Any
+) -> None:
+    """`text` parsed every way (`every_split`: and cut in two at every position) is text: no
+    call, valid or invalid, and all of it content."""
+    result = (parse_every_split if every_split else parse_every_way)(text, tools, **options)
     assert result.tool_calls == []
     assert result.invalid_tool_calls == []
     assert result.content == text

@@ -240,7 +240,7 @@ def test_calls_written_in_the_tools_tag_as_a_json_array_are_calls() -> None:
     ],
 )
 def test_a_tools_array_that_is_not_exactly_calls_is_text(text: str) -> None:
-    check_all_text(text, TOOLS)
+    check_all_text(text, TOOLS, every_split=True)
 
 
 FENCE = "`" * 3
@@ -281,7 +281,7 @@ def test_a_whole_reply_that_is_a_call_block_in_a_fence_is_a_call(text: str) -> N
     ],
 )
 def test_a_call_block_in_a_fence_that_is_not_the_whole_reply_is_text(text: str) -> None:
-    check_all_text(text, TOOLS)
+    check_all_text(text, TOOLS, every_split=True)
 
 
 def test_custom_call_tag() -> None:

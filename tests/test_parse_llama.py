@@ -177,11 +177,11 @@ def test_a_bare_call_that_the_reply_starts_with_is_a_call_before_its_prose(
     ],
 )
 def test_a_bare_call_in_prose_stays_text(text: str) -> None:
-    check_all_text(text, TOOLS)
+    check_all_text(text, TOOLS, every_split=True)
 
 
 def test_a_reply_that_repeats_a_call_from_the_conversation_is_text() -> None:
     text = f"{SF_CALL} I used it."
-    result = parse_every_way(text, TOOLS, untrusted=[f"Example: {SF_CALL}"])
+    result = parse_every_split(text, TOOLS, untrusted=[f"Example: {SF_CALL}"])
     assert result.tool_calls == []
     assert result.content == text

@@ -249,7 +249,7 @@ def test_a_broken_call_in_a_bare_list_does_not_drop_its_siblings(broken: str, er
     ],
 )
 def test_a_bare_list_without_a_well_formed_call_to_a_tool_stays_text(text: str) -> None:
-    check_all_text(text, TOOLS)
+    check_all_text(text, TOOLS, every_split=True)
 
 
 @pytest.mark.parametrize(
@@ -282,7 +282,7 @@ def test_two_calls_joined_by_a_word_at_the_start_of_the_reply_are_both_read(
     ],
 )
 def test_a_joining_word_not_between_two_calls_that_are_read_is_text(text: str) -> None:
-    check_all_text(text, TOOLS)
+    check_all_text(text, TOOLS, every_split=True)
 
 
 def test_after_text_only_the_call_that_ends_the_reply_is_read() -> None:
