@@ -298,3 +298,18 @@ def test_a_lone_tag_start_at_the_end_closes_no_call(text: str) -> None:
 def test_a_cut_off_end_closes_what_the_call_left_open(text: str) -> None:
     result = parse_every_way(text, TOOLS)
     assert calls_as_dicts(result) == [{"name": "write_file", "arguments": {"path": "a"}}]
+
+
+def test_an_object_where_a_call_has_its_type_is_an_invalid_call_not_dropped_words() -> None:
+    # Found by the long fuzz run: json-repair read the block as one object whose "type" held a
+    # whole call, and what "type" held was dropped unread.
+    text = (
+        '<tool_call>\n{"type":{"type":"function","function":{"name":"write_file","arguments":'
+        '{"path":"notes.txt","content":"hello"}}}\n'
+        '{"name":"get_weather","arguments":{"city":"Oslo"}}\n</tool_call>'
+    )
+    result = parse_every_way(text, [WEATHER, WRITE_FILE])
+    assert result.tool_calls == []
+    (invalid,) = result.invalid_tool_calls
+    assert "notes.txt" in invalid.arguments
+    assert "type and id must be strings" in invalid.error

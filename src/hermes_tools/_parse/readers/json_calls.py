@@ -503,6 +503,8 @@ class JsonCallReader(CallReader[_State]):
                 call.pending.fail_later("the arguments must be a JSON object, not an array")
             elif field is _Field.NAME:
                 call.pending.fail_later("the call's name must be a string")
+            elif field is _Field.IGNORED:  # what it holds would be dropped unread
+                call.pending.fail_later("a call's type and id must be strings, not containers")
             self._start_route(NullSink(), None, self._depth - 1)
 
     def end_container(self) -> None:
