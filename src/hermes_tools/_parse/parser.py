@@ -143,7 +143,7 @@ _INFO_STOPS = re.compile(r"[\n<]")
 _SEPARATORS = re.compile(r"[\s,]*")
 # A word between two calls without tags, then the next call's first character.
 _JOINERS = ("and", "then", "also", "or")
-_JOINED = re.compile(r"(and|then|also|or)(?:[ \t]+|[ \t]*\n[ \t]*)(?=[\[{])")
+_JOINED = re.compile(rf"({'|'.join(_JOINERS)})(?:[ \t]+|[ \t]*\n[ \t]*)(?=[\[{{])")
 
 
 def _may_still_join(rest: str, word: str) -> bool:
@@ -1046,11 +1046,7 @@ class StreamParser:
             if isinstance(closer, NeedMore):
                 return pos
             if closer is not None:  # it closes the call, whose opening tag was left out
-                self._settle_tentative()
-                if self._state is State.TAIL:  # a call, and the tag its markup
-                    self._boundary()
-                    self._segment_has_text = False
-                    self._state = State.CONTENT
+                if self._confirm_from_tail():  # a call, and the tag its markup
                     return closer[1]
                 return pos  # a quote: the tag is text
         else:
@@ -1100,11 +1096,18 @@ class StreamParser:
         ):
             self._reject()
             return
+        self._confirm_from_tail()
+
+    def _confirm_from_tail(self) -> bool:
+        """Settle the tentative call in TAIL before what follows it; True when it was a call
+        (the reply goes on as content), False when it was a quote (its text resumed)."""
         self._settle_tentative()
-        if self._state is State.TAIL:  # a call (a quote was rejected, its text resumed)
-            self._boundary()
-            self._segment_has_text = False
-            self._state = State.CONTENT
+        if self._state is not State.TAIL:
+            return False
+        self._boundary()
+        self._segment_has_text = False
+        self._state = State.CONTENT
+        return True
 
     def _in_after_call(self, buf: str, pos: int) -> int:
         start = _skip_whitespace(buf, pos)
@@ -1211,9 +1214,9 @@ class StreamParser:
         if self._tentative is None:
             self._text(held)
             return
-        wrapper = self._tentative.fence_wrapper
+        wrapper = self._tentative.fence_wrapper or ""  # a block still to close in the fence
         # A call's block opened inside the fence must close (or start to) before the end.
-        unclosed = bool(wrapper) and not (held and wrapper is not None and wrapper.startswith(held))
+        unclosed = wrapper != "" and not (held and wrapper.startswith(held))
         if unclosed or (held and not self._is_protocol_tail(held)):
             if unclosed:
                 self._reject()
