@@ -293,7 +293,8 @@ def test_langchain_chat_openai_runs_a_langgraph_agent(
     assert not ai_call.invalid_tool_calls
     assert [type(m) for m in results] == [ToolMessage, ToolMessage]
     assert [m.content for m in results] == ["21 C", "18 C"]
-    assert RAN == [
+    # LangGraph's ToolNode runs the two calls in threads: they may finish in either order.
+    assert sorted(RAN, key=str) == [
         ("get_weather", {"city": "Paris", "unit": "celsius"}),
         ("get_weather", {"city": "Rome", "unit": "celsius"}),
     ]
