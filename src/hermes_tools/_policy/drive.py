@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol
 
 from hermes_tools._constrain.servers import probe_passed
+from hermes_tools._policy.envelope import Chunk
 from hermes_tools._policy.native import refuses_tools
-from hermes_tools._policy.session import Chunk, ReplySession
+from hermes_tools._policy.session import ReplySession
 
 # The longest an async stream runs without letting other tasks on the loop run. A fast
 # server's events arrive buffered, and a client hands them out without waiting on the socket:
@@ -45,11 +46,12 @@ class AsyncTransport(Protocol):
 def send_again(session: ReplySession, error: BaseException) -> bool:
     """Whether a request that failed before any of its reply went out is sent again: the tools
     went natively and were refused, or a constraint went with it (now sent without one)."""
-    if session.native and refuses_tools(error):
-        session.native_refused()
+    endpoint = session.endpoint
+    if endpoint.native and refuses_tools(error):
+        endpoint.native_refused()
         return True
-    if session.constrained:
-        session.constraint_failed()
+    if endpoint.constrained:
+        endpoint.constraint_failed()
         return True
     return False
 
@@ -72,39 +74,41 @@ async def alearn_window(session: ReplySession, transport: object) -> None:
 def probe(session: ReplySession, transport: Transport) -> None:
     """Find out what the endpoint constrains, where the session needs to know (before any
     attempt: the first, or the one after the tools sent natively were refused)."""
-    if not session.needs_probe:
+    endpoint = session.endpoint
+    if not endpoint.needs_probe:
         return
     answered = False
-    for kind, request in session.probe_requests():
+    for kind, request in endpoint.probe_requests():
         try:
             response = transport.create(request)
         except transport.failures as error:
             answered = answered or _answered(error)
             continue
         if probe_passed(kind, response):
-            session.probed(kind)
+            endpoint.probed(kind)
             return
         answered = True
     if answered:  # an endpoint that could not be reached is probed again next time
-        session.probed(None)
+        endpoint.probed(None)
 
 
 async def aprobe(session: ReplySession, transport: AsyncTransport) -> None:
-    if not session.needs_probe:
+    endpoint = session.endpoint
+    if not endpoint.needs_probe:
         return
     answered = False
-    for kind, request in session.probe_requests():
+    for kind, request in endpoint.probe_requests():
         try:
             response = await transport.create(request)
         except transport.failures as error:
             answered = answered or _answered(error)
             continue
         if probe_passed(kind, response):
-            session.probed(kind)
+            endpoint.probed(kind)
             return
         answered = True
     if answered:
-        session.probed(None)
+        endpoint.probed(None)
 
 
 def _answered(error: BaseException) -> bool:
