@@ -65,14 +65,17 @@ def room(frame: FrameType) -> str | None:
     return str(path.relative_to(PACKAGE).with_suffix(""))
 
 
-def walk() -> tuple[set[str], int]:
+SESSION = "_policy/session"
+
+
+def walk() -> tuple[set[str], list[str]]:
+    """The rooms entered, and the room come back to at each comeback."""
     read: set[object] = set()
     rooms: set[str] = set()
-    comebacks = 0
+    comebacks: list[str] = []
     reading: list[tuple[str | None, bool]] = []  # per frame: its room, whether read now
 
     def profile(frame: FrameType, event: str, _: object) -> None:
-        nonlocal comebacks
         if event == "call":
             here = room(frame)
             outside = [r for r, _ in reading if r is not None and not r.startswith("_policy")]
@@ -85,7 +88,7 @@ def walk() -> tuple[set[str], int]:
             here, first = reading.pop()
             caller = next((r for r, _ in reversed(reading) if r is not None), None)
             if first and caller is not None and caller != here:
-                comebacks += 1
+                comebacks.append(caller)
 
     session = ReplySession(
         {"model": "m", "messages": [{"role": "user", "content": "Paris?"}], "tools": [WEATHER]},
@@ -100,14 +103,16 @@ def walk() -> tuple[set[str], int]:
     finally:
         sys.setprofile(None)
     calls = [c for chunk in chunks for c in chunk["choices"][0]["delta"].get("tool_calls", [])]
-    assert calls and calls[0]["function"]["name"] == "get_weather", chunks
+    if not calls or calls[0]["function"]["name"] != "get_weather":
+        raise SystemExit(f"the scripted reply did not end in the call: {chunks}")
     return rooms, comebacks
 
 
 def main() -> None:
     rooms, comebacks = walk()
     print(f"rooms entered: {len(rooms)}")
-    print(f"comebacks: {comebacks}")
+    print(f"comebacks to the session ({SESSION}): {comebacks.count(SESSION)}")
+    print(f"comebacks in all: {len(comebacks)}")
     for name in sorted(rooms):
         print(f"  {name}")
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_tools._policy.reply import ChoiceReply
+
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
 
 Chunk = dict[str, Any]  # a `chat.completion.chunk`
@@ -57,10 +59,53 @@ class ReplyEnvelope:
             ],
         }
 
-    def usage_chunk(self) -> Chunk | None:
-        if self.usage is None:
-            return None
-        return {**self.body("chat.completion.chunk"), "choices": [], "usage": self.usage}
+    def last_chunks(
+        self,
+        replies: dict[int, ChoiceReply],
+        finish: Mapping[int, str | None],
+        repairs: list[dict[str, str]],
+        *,
+        usage: bool = True,
+    ) -> list[Chunk]:
+        """The chunks that end a streamed reply: each choice's extension fields and finish
+        reason, then the usage."""
+        out = [
+            self.chunk(
+                index,
+                {**reply.extensions(), **_repair_fields(index, repairs)},
+                reply.finish_reason(finish.get(index)),
+            )
+            for index, reply in sorted(replies.items())
+        ]
+        if usage and self.usage is not None:
+            out.append({**self.body("chat.completion.chunk"), "choices": [], "usage": self.usage})
+        return out
+
+    def completion(
+        self,
+        replies: dict[int, ChoiceReply],
+        finish: Mapping[int, str | None],
+        repairs: list[dict[str, str]],
+    ) -> dict[str, Any]:
+        """The whole reply, as a `chat.completion`."""
+        choices = [
+            {
+                "index": index,
+                "message": {**reply.message(), **_repair_fields(index, repairs)},
+                "finish_reason": reply.finish_reason(finish.get(index)),
+                "logprobs": None,
+            }
+            for index, reply in sorted(replies.items())
+        ]
+        body = {**self.body("chat.completion"), "choices": choices}
+        if self.usage is not None:
+            body["usage"] = self.usage
+        return body
+
+
+def _repair_fields(index: int, repairs: list[dict[str, str]]) -> dict[str, Any]:
+    """The attempts asked again (see `asking_again`), on the first choice."""
+    return {"repairs": list(repairs)} if index == 0 and repairs else {}
 
 
 def _sum(first: dict[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,10 @@ over HTTP, a LangChain or LlamaIndex model in the same process, the proxy's raw 
 moves text in and out and maps shapes, and `drive` holds the loop they share.
 
 Its parts live as long as what they hold: the request read once (`prepared`), what the model
-is shown (`shown_tools`), how the endpoint is used (`endpoint_use`), one `UpstreamAttempt` per
-request sent, each choice's reply over all attempts (`reply`), and the one function choosing
-the next ask (`next_ask`, with the policy's table).
+is shown (`shown_tools`), how the endpoint is used (`endpoint_use`), what the reply has left to
+ask again with (`asking_again`, over the one function choosing the next ask: `next_ask`, with
+the policy's table), one `UpstreamAttempt` per request sent, each choice's reply over all
+attempts (`reply`), and what the reply says of itself (`envelope`).
 
 Reply policy: a reply whose calls are all unusable, or that lacks the call the request
 requires, is asked again up to `repair_attempts` times, for single-choice requests; a rejected
@@ -27,44 +28,22 @@ here too, so a model that takes none stops where a server would have stopped it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import canonical
-from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings, MadeCall
+from hermes_tools._policy.asking_again import AskingAgain
+from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings
 from hermes_tools._policy.endpoint_use import EndpointUse
 from hermes_tools._policy.envelope import Chunk, ReplyEnvelope
-from hermes_tools._policy.next_ask import AttemptOutcome, NextAsk, next_ask, repair_reason
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.prepared import prepare
 from hermes_tools._policy.reply import ChoiceReply, Delta
 from hermes_tools._policy.shown_tools import ShownTools
-from hermes_tools._policy.upstream_attempt import UpstreamAttempt
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
-from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 
 DEFAULT_OPTIONS = ReplyOptions()
 
 __all__ = ["DEFAULT_OPTIONS", "Chunk", "ReplySession"]
-
-
-@dataclass(slots=True)
-class _Retries:
-    """What the reply has left to ask again with, and what it asked so far."""
-
-    repairs_left: int
-    guess_asks_left: int
-    unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
-    turns: list[dict[str, Any]] = field(default_factory=list)  # sent after the conversation
-    repairs: list[dict[str, str]] = field(default_factory=list)  # the `repairs` field
-    rejected_text: list[str] = field(default_factory=list)  # rejected attempts' text, stripped
-
-    @property
-    def answers_a_guess_ask(self) -> bool:
-        """The attempt under way answers "nobody said that", and another guess would be asked
-        about."""
-        return self.guess_asks_left > 0 and self.unsaid_asked_about is not None
 
 
 class ReplySession:
@@ -89,14 +68,9 @@ class ReplySession:
         self._prepared = prepared = prepare(request, fmt, options, aggregate=aggregate)
         self._shown = ShownTools(prepared, server_window)
         self.endpoint = EndpointUse(prepared, endpoint)
-        repairs = options.repair_attempts if prepared.can_repair else 0
-        asks_guesses = (
-            prepared.grounding is not None and prepared.rules.ask_unsaid and prepared.can_repair
-        )
-        self._retries = _Retries(repairs, 1 if asks_guesses else 0)
         self._replies: dict[int, ChoiceReply] = {}
-        self._attempts = 1
-        self._attempt = self._new_attempt(Ask.FIRST)
+        self._asking = AskingAgain(prepared, self._shown, self._replies)
+        self._attempt = self._asking.attempt(Ask.FIRST)
         self._over = False  # the reply is over: nothing more is asked
         self._envelope = ReplyEnvelope(prepared.model)
         self._announced: set[int] = set()
@@ -110,7 +84,7 @@ class ReplySession:
         if endpoint.native:
             endpoint.constrained = False
             return dict(self._prepared.original)
-        messages = self._shown.conversation() + self._retries.turns
+        messages = self._shown.conversation() + self._asking.turns
         body = {**self._prepared.upstream, "messages": messages}
         fields = endpoint.constraint_fields()
         endpoint.constrained = fields is not None
@@ -187,16 +161,12 @@ class ReplySession:
                 "The endpoint's stream ended before the reply was finished (no finish_reason); "
                 "the partial reply was discarded. Check the server's logs, or retry."
             )
-        finish = self._attempt.finish
         settled, ask_again = self._end_attempt()
         out = [self._envelope.chunk(index, delta) for index, delta in settled]
         if ask_again:
             return out, True
-        for index, reply in sorted(self._replies.items()):
-            final: Delta = {**reply.extensions(), **self._repair_fields(index)}
-            out.append(self._envelope.chunk(index, final, reply.finish_reason(finish[index])))
-        usage = self._envelope.usage_chunk()
-        return (out if usage is None else [*out, usage]), False
+        finish = self._attempt.finish
+        return out + self._envelope.last_chunks(self._replies, finish, self._asking.repairs), False
 
     def continuation_failed(self) -> list[Chunk] | None:
         """The request for a continuation failed (an error, a cut stream): the reply kept
@@ -205,11 +175,7 @@ class ReplySession:
         if self._over or self._attempt.ask is not Ask.CONTINUATION:
             return None
         self._over = True  # what the continuation held is dropped with it
-        out = []
-        for index, reply in sorted(self._replies.items()):
-            final: Delta = {**reply.extensions(), **self._repair_fields(index)}
-            out.append(self._envelope.chunk(index, final, reply.finish_reason(None)))
-        return out
+        return self._envelope.last_chunks(self._replies, {}, self._asking.repairs, usage=False)
 
     # -- whole --------------------------------------------------------------------------------
 
@@ -228,165 +194,34 @@ class ReplySession:
     def result(self) -> dict[str, Any]:
         """The whole reply, as a `chat.completion`."""
         finish = self._attempt.finish
-        choices = [
-            {
-                "index": index,
-                "message": {**reply.message(), **self._repair_fields(index)},
-                "finish_reason": reply.finish_reason(finish.get(index)),
-                "logprobs": None,
-            }
-            for index, reply in sorted(self._replies.items())
-        ]
-        body = {**self._envelope.body("chat.completion"), "choices": choices}
-        if self._envelope.usage is not None:
-            body["usage"] = self._envelope.usage
-        return body
+        return self._envelope.completion(self._replies, finish, self._asking.repairs)
 
     # -- the end of an attempt ----------------------------------------------------------------
 
     def _end_attempt(self) -> tuple[list[tuple[int, Delta]], bool]:
-        """Close every choice's attempt; choose the next ask; settle what was held."""
+        """End the attempt under way; start the next one if the policy asks again."""
         attempt = self._attempt
-        out = attempt.close()
+        out, step = attempt.end(self._asking.after, self._asking.repeated)
         if self.endpoint.native:
-            self.endpoint.native_attempt_ended(
-                native_calls=any(reply.native_tool_calls for reply in self._replies.values()),
-                text_calls=any(
-                    a.findings.valid or a.findings.errors for a in attempt.choices.values()
-                ),
-            )
-        step = next_ask(self._outcome())
-        # A continued attempt is kept; any other asked again is rejected.
-        rejected = step.ask is not None and step.ask is not Ask.CONTINUATION
-        if step.ask is not None:
-            self._prepare_next(step)
-
-        def repeated(text: str) -> bool:
-            return any(earlier.startswith(text.strip()) for earlier in self._retries.rejected_text)
-
-        for index, choice in sorted(attempt.choices.items()):
-            out += [(index, delta) for delta in choice.settle(rejected, repeated)]
+            native_calls = any(reply.native_tool_calls for reply in self._replies.values())
+            self.endpoint.native_attempt_ended(native_calls, attempt.calls_in_text)
         if step.ask is None:
             self._over = True
-            self._check_required()
-        else:
-            self._attempts += 1
-            self._attempt = self._new_attempt(step.ask)
-        return out, step.ask is not None
-
-    def _outcome(self) -> AttemptOutcome:
-        """What the attempt under way showed, as `next_ask` reads it."""
-        prepared, retries = self._prepared, self._retries
-        choice = self._attempt.choices.get(0)
-        if len(self._replies) != 1 or choice is None or prepared.choice.mode == "none":
-            return AttemptOutcome(None, False, 0, False, False, False, False)
-        findings = choice.findings
-        reason = repair_reason(
-            findings,
-            continuable=choice.continuable,
-            has_calls=self._replies[0].has_calls,
-            choice=prepared.choice,
-            form=prepared.form,
-            finish=self._attempt.finish.get(0),
-        )
-        unsaid = findings.unsaid
-        return AttemptOutcome(
-            reason=reason,
-            continuable=choice.continuable,
-            repairs_left=retries.repairs_left,
-            answers_a_guess_ask=retries.answers_a_guess_ask,
-            ungrounded=bool(findings.ungrounded),
-            guessed_again=bool(unsaid) and set(unsaid) != set(retries.unsaid_asked_about or ()),
-            hiding_copies_is_news=bool(findings.copied)
-            and not unsaid
-            and self._shown.hiding_is_news(findings.copied),
-        )
-
-    def _prepare_next(self, step: NextAsk) -> None:
-        """What the next ask shows the model: the tools as they must be seen now, and the
-        turns after the conversation (the rejected attempt and why, or the calls so far)."""
-        retries, shown = self._retries, self._shown
-        choice = self._attempt.choices[0]
-        findings = choice.findings
-        retries.repairs_left -= step.spends_repair
-        retries.guess_asks_left -= step.spends_guess
-        if step.ask is Ask.AFRESH:
-            # The request again as it was (the rendered tools aside): it does not use up a
-            # repair (it happens once per example), so a required call can still be asked for.
-            shown.hide_examples(findings.copied)
-            attempt = choice.result()
-            retries.repairs.append(
-                {"reply": self._attempt_written_back(attempt), "reason": step.reason}
-            )
-            retries.rejected_text.append(attempt.content.strip())
-            retries.turns = []
-            return
-        if step.ask is Ask.CONTINUATION:
-            retries.unsaid_asked_about = None
-            shown.show_in_full(findings.invalid_tools)
-            if findings.copied:
-                shown.hide_examples(findings.copied)
-            written = self._written_back("", self._replies[0].made_calls())
-        else:
-            retries.unsaid_asked_about = list(findings.unsaid) if findings.unsaid else None
-            shown.show_in_full(findings.invalid_tools)
-            attempt = choice.result()
-            retries.rejected_text.append(attempt.content.strip())
-            written = self._attempt_written_back(attempt)
-        retries.turns += [
-            {"role": "assistant", "content": written},
-            {"role": "user", "content": step.reason},
-        ]
-        retries.repairs.append({"reply": written, "reason": step.reason})
-
-    def _new_attempt(self, ask: Ask) -> UpstreamAttempt:
-        retries = self._retries
-        guess_check = retries.answers_a_guess_ask
-        return UpstreamAttempt(
-            self._prepared,
-            self._replies,
-            ask,
-            tentative=ask is not Ask.CONTINUATION and (retries.repairs_left > 0 or guess_check),
-            # The answer to "you made that value up" is checked only to see whether it
-            # guesses again; the request asked afresh is checked as the first was.
-            check_grounding=ask in (Ask.FIRST, Ask.AFRESH) or guess_check,
-        )
-
-    def _attempt_written_back(self, attempt: ParseResult) -> str:
-        """A rejected attempt: its text, and its calls as it wrote them."""
-        calls = [MadeCall(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
-        calls += [MadeCall(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
-        return self._written_back(attempt.content, calls)
-
-    def _written_back(self, content: str, written: list[MadeCall]) -> str:
-        """An attempt as the next request shows it to the model: written back as history is
-        (its text, and its calls as it wrote them), so no copy of the raw reply is kept while
-        it streams."""
-        calls = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in written
-        ]
-        message: dict[str, Any] = {"role": "assistant", "content": content}
-        if calls:
-            message["tool_calls"] = calls
-        (rendered,) = self._prepared.fmt.render_messages([message])
-        return str(rendered["content"])
+            if self._prepared.choice.mode == "required":
+                self._check_required()
+            return out, False
+        self._attempt = self._asking.attempt(step.ask)
+        return out, True
 
     def _check_required(self) -> None:
         choice = self._prepared.choice
-        if choice.mode != "required":
-            return
         for index, reply in self._replies.items():
             if reply.has_calls:
                 continue
             attempt = self._attempt.choices.get(index)
             findings = attempt.findings if attempt is not None else Findings()
             wanted = f"the tool {choice.name}" if choice.name else "a tool"
-            attempts = self._attempts
+            attempts = self._asking.attempts
             said = findings.text_preview.strip()
             errors = "; ".join(dict.fromkeys(findings.errors))
             raise ToolCallRequiredError(
@@ -397,7 +232,3 @@ class ReplySession:
                 + ". Allow more repair_attempts, use a model that follows the tools prompt, "
                 "or do not require a call."
             )
-
-    def _repair_fields(self, index: int) -> dict[str, Any]:
-        repairs = self._retries.repairs
-        return {"repairs": list(repairs)} if index == 0 and repairs else {}

@@ -7,11 +7,12 @@ attempt is reset by hand: the replies it releases into outlive it (`reply.Choice
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes_tools._policy.attempt import Ask
 from hermes_tools._policy.choice_attempt import ChoiceAttempt
+from hermes_tools._policy.next_ask import NextAsk
 from hermes_tools._policy.prepared import PreparedRequest
 from hermes_tools._policy.reply import ChoiceReply, Delta
 from hermes_tools._policy.stops import StopCutter
@@ -79,13 +80,27 @@ class UpstreamAttempt:
             self.finish[index] = finish
         return deltas
 
-    def close(self) -> list[tuple[int, Delta]]:
-        """Every choice's last events."""
-        return [
+    @property
+    def calls_in_text(self) -> bool:
+        """Whether any choice wrote calls in its text (valid or not)."""
+        return any(a.findings.valid or a.findings.errors for a in self.choices.values())
+
+    def end(
+        self, decide: Callable[[UpstreamAttempt], NextAsk], repeated: Callable[[str], bool]
+    ) -> tuple[list[tuple[int, Delta]], NextAsk]:
+        """Close every choice's attempt, `decide` the next step, and settle what was held:
+        dropped when the attempt is asked again (a continued one is kept), else released.
+        `repeated(text)`: whether a rejected attempt already wrote `text`."""
+        out = [
             (index, delta)
             for index, attempt in sorted(self.choices.items())
             for delta in attempt.close()
         ]
+        step = decide(self)
+        rejected = step.ask is not None and step.ask is not Ask.CONTINUATION
+        for index, attempt in sorted(self.choices.items()):
+            out += [(index, delta) for delta in attempt.settle(rejected, repeated)]
+        return out, step
 
     def _choice(self, index: int) -> ChoiceAttempt:
         attempt = self.choices.get(index)
