@@ -1,5 +1,5 @@
-"""Anthropic's Messages API (`/v1/messages`, `/v1/messages/count_tokens`) in front of the same
-reply policy as `/v1/chat/completions`: the handlers.
+"""The handlers of Anthropic's Messages API (`/v1/messages`, `/v1/messages/count_tokens`), in
+front of the same reply policy as `/v1/chat/completions`.
 
 Claude Code, the Claude Agent SDK and the `anthropic` SDK speak Messages. This front is a shape
 mapping and nothing more: a Messages request becomes a chat-completions request dict
