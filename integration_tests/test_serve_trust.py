@@ -501,12 +501,12 @@ def fault(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     """Make the front fail while writing its second event: a fault of the proxy's own."""
 
     def inject(front: str) -> None:
-        from hermes_tools.serve import exchange, messages, responses_shape
+        from hermes_tools.serve import exchange, messages_reply, responses_reply
 
         target: Any = {
             "chat": (exchange.Exchange, "count"),
-            "responses": (responses_shape.ResponseEvents, "chunk"),
-            "messages": (messages.MessageEvents, "chunk"),
+            "responses": (responses_reply.ResponseEvents, "chunk"),
+            "messages": (messages_reply.MessageEvents, "chunk"),
         }[front]
         original = getattr(*target)
         calls = {"n": 0}

@@ -17,15 +17,15 @@ from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._policy.stops import StopCutter
 from hermes_tools.errors import RequestRejected, ServeConfigError
-from hermes_tools.serve.messages import (
+from hermes_tools.serve.messages_reply import (
     MessageEvents,
     anthropic_message,
-    chat_request,
     error_data,
     error_type,
     estimated_tokens,
     sse,
 )
+from hermes_tools.serve.messages_request import chat_request
 from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config
 
 STREAM_EVENT: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(RawMessageStreamEvent)

@@ -20,12 +20,8 @@ from pydantic import TypeAdapter
 from hermes_tools.errors import RequestRejected, ServeConfigError
 from hermes_tools.serve.command import settings_from_arguments
 from hermes_tools.serve.response_store import MemoryStore
-from hermes_tools.serve.responses_shape import (
-    ChatRequest,
-    ResponseEvents,
-    read_request,
-    response_object,
-)
+from hermes_tools.serve.responses_reply import ResponseEvents, response_object
+from hermes_tools.serve.responses_request import ChatRequest, read_request
 from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config
 
 UPSTREAM = "http://127.0.0.1:8080/v1"

@@ -4,7 +4,8 @@ Any program that speaks the OpenAI chat API (an agent, an IDE assistant, a chat 
 another language) points at the proxy instead of the model's server, sends `tools` as it would
 to OpenAI, and gets native `tool_calls` back, streamed or not. Behind it, chat completions,
 OpenAI's Responses API and Anthropic's Messages API (Claude Code, the `anthropic` SDK) are each
-mapped onto the reply policy Python users get through `wrap()`; the upstream's other model
+mapped onto the reply policy (`hermes_tools._policy`, the one `wrap()` drives for Python users),
+which the proxy drives itself over its own upstream transport; the upstream's other model
 routes are passed through unchanged.
 
 Importing this package imports no server stack: `settings` and `command` are plain Python, and

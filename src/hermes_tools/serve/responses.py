@@ -3,9 +3,10 @@
 What the Agents SDK, the Codex CLI and `ChatOpenAI(use_responses_api=True)` send goes upstream
 as chat completions, through the same reply policy, transport and `[[models]]` rules as
 `/v1/chat/completions`: the request is mapped onto a chat-completions request
-(`responses_shape.read_request`), a `ReplySession` and the drive loop answer it over the
+(`responses_request.read_request`), a `ReplySession` and the drive loop answer it over the
 worker's upstream client, and the policy's chunks or completion are mapped back onto a
-`response` object or the Responses stream events. Nothing here decides about a reply.
+`response` object or the Responses stream events (`responses_reply`). Nothing here decides
+about a reply.
 
 State: the Responses API lets a client send only the new items and name the response they
 follow (`previous_response_id`). Responses (store=false ones aside) are kept in the
@@ -47,15 +48,8 @@ from hermes_tools.serve.http import (
     whole_answer,
 )
 from hermes_tools.serve.response_store import ResponseStore
-from hermes_tools.serve.responses_shape import (
-    ChatRequest,
-    Item,
-    ResponseEvents,
-    new_id,
-    read_request,
-    response_object,
-    sse,
-)
+from hermes_tools.serve.responses_reply import ResponseEvents, new_id, response_object, sse
+from hermes_tools.serve.responses_request import ChatRequest, Item, read_request
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat
 from hermes_tools.serve.validation import requested_model

@@ -1,10 +1,11 @@
 """The proxy's upstream for chat completions: JSON over httpx, decoded once, no SDK objects.
 
-A proxied request goes through the same reply policy as `wrap()`, but the `openai` SDK is not
-its transport here: building the SDK's model object for every upstream chunk, and a dict from
-it again, was most of the proxy's work per chunk. This transport posts the policy's request as
-JSON and reads the Server-Sent Events as they come, each `data:` line decoded once into the
-dict the policy reads; what the policy gives back is encoded once for the client.
+A proxied request is answered by the reply policy (`hermes_tools._policy`) that `wrap()` also
+drives, but the proxy drives it itself and the `openai` SDK is not its transport: building the
+SDK's model object for every upstream chunk, and a dict from it again, was most of the proxy's
+work per chunk. This transport posts the policy's request as JSON and reads the Server-Sent
+Events as they come, each `data:` line decoded once into the dict the policy reads; what the
+policy gives back is encoded once for the client.
 
 Failures are the proxy's to relay: an error status (`UpstreamError`, with the status, body and
 headers as they came), an `{"error": ...}` event in the stream (`UpstreamEventError`), and
@@ -260,8 +261,8 @@ class Upstream:
         )
 
     def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
-        """The reply policy for a chat request, as `wrap()` makes it (with the options of the
-        model's rule); None for a plain chat, which goes upstream as it is."""
+        """The reply policy's session for a chat request, made as `wrap()` makes its own (with
+        the options of the model's rule); None for a plain chat, which goes upstream as it is."""
         options = self.settings.endpoints[self.settings.endpoint_for(model)]
         if not (options.parse_without_tools or uses_tools(chat)):
             return None
