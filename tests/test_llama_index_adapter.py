@@ -21,8 +21,13 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from pydantic import ValidationError
 
 from hermes_tools import HermesFormat
-from hermes_tools.llama_index import HermesLLM, ReplyBuilder, resolve_tool_choice, tool_selections
-from hermes_tools.llama_index.convert import to_openai_messages
+from hermes_tools.llama_index import HermesLLM
+from hermes_tools.llama_index._convert import (
+    ReplyBuilder,
+    resolve_tool_choice,
+    to_openai_messages,
+    tool_selections,
+)
 
 
 def get_weather(city: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -157,6 +158,84 @@ def test_old_module_paths_still_import_with_a_deprecation_warning() -> None:
     with pytest.warns(DeprecationWarning, match="hermes_tools._policy.reply"):
         from hermes_tools.client.reply import never_parses  # type: ignore[import-not-found]
     assert never_parses('{"a": "b') == '"]'
+
+
+def test_the_framework_packages_export_their_models_and_with_tool_calling() -> None:
+    import hermes_tools.langchain
+    import hermes_tools.llama_index
+
+    assert sorted(hermes_tools.langchain.__all__) == [
+        "ChatHermes",
+        "ChatModelWithToolCalling",
+        "with_tool_calling",
+    ]
+    assert sorted(hermes_tools.llama_index.__all__) == [
+        "HermesLLM",
+        "LLMWithToolCalling",
+        "with_tool_calling",
+    ]
+
+
+CONVERTERS = [
+    ("hermes_tools.langchain", "ChunkTranslator"),
+    ("hermes_tools.langchain", "openai_tool_choice"),
+    ("hermes_tools.langchain", "to_openai_messages"),
+    ("hermes_tools.llama_index", "ReplyBuilder"),
+    ("hermes_tools.llama_index", "resolve_tool_choice"),
+    ("hermes_tools.llama_index", "to_openai_messages"),
+    ("hermes_tools.llama_index", "tool_selections"),
+]
+
+
+@pytest.mark.parametrize(("package", "name"), CONVERTERS)
+def test_the_converters_old_names_still_work_with_a_deprecation_warning(
+    package: str, name: str
+) -> None:
+    module = importlib.import_module(package)
+    new_place = importlib.import_module(f"{package}._convert")
+    assert name not in module.__all__
+    with pytest.warns(DeprecationWarning, match="moved to") as caught:
+        value = getattr(module, name)
+    assert value is getattr(new_place, name)
+    [warning] = caught
+    assert str(warning.message) == (
+        f"{package}.{name} is internal and moved to {package}._convert.{name}; "
+        "the old name goes away in the next release."
+    )
+    assert warning.filename == __file__  # the line that used the old name
+    with pytest.warns(DeprecationWarning, match=f"{package}._convert.{name}"):
+        assert getattr(module, name) is value  # every use warns, not only the first
+
+
+def test_a_from_import_of_an_old_name_warns_once_at_its_line() -> None:
+    import hermes_tools.langchain._convert as convert
+
+    with pytest.warns(DeprecationWarning, match="ChunkTranslator") as caught:
+        from hermes_tools.langchain import ChunkTranslator  # type: ignore[attr-defined]
+    line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
+    assert ChunkTranslator is convert.ChunkTranslator
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
+def test_a_name_that_never_existed_is_still_an_attribute_error() -> None:
+    import hermes_tools.langchain
+    import hermes_tools.llama_index
+
+    for module in (hermes_tools.langchain, hermes_tools.llama_index):
+        with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+            module.nothing  # noqa: B018
+        assert not hasattr(module, "convert_messages")
+
+
+def test_the_old_converter_modules_still_import_with_a_deprecation_warning() -> None:
+    for old in ("hermes_tools.langchain.convert", "hermes_tools.llama_index.convert"):
+        sys.modules.pop(old, None)
+        with pytest.warns(
+            DeprecationWarning, match=f"moved to {old.replace('.convert', '._convert')}"
+        ):
+            module = importlib.import_module(old)
+        new = importlib.import_module(old.replace(".convert", "._convert"))
+        assert module.to_openai_messages is new.to_openai_messages
 
 
 def test_the_public_face_is_a_few_modules() -> None:

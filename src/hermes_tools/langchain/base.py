@@ -3,16 +3,16 @@ through the reply policy.
 
 A subclass says where the model is (`_transport`: an endpoint over HTTP for `ChatHermes`, a
 chat model in this process for `with_tool_calling`), which parameters a request carries, and
-how its errors read. The request is OpenAI-shaped (`convert.to_openai_messages`, tools as
+how its errors read. The request is OpenAI-shaped (`_convert.to_openai_messages`, tools as
 `bind_tools` formats them); the reply policy (`hermes_tools._policy`) rewrites it for a model
-without tools and decides what the reply holds; `convert` maps the result back to LangChain's
+without tools and decides what the reply holds; `_convert` maps the result back to LangChain's
 messages. As with ChatOpenAI, `invoke` makes a plain request and `stream` streams; both give
 one message.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from operator import itemgetter
 from typing import Any, Literal
@@ -42,7 +42,13 @@ from hermes_tools._policy.drive import (
     stream_reply,
     whole_reply,
 )
-from hermes_tools.langchain.convert import ChunkTranslator, chat_result, to_openai_messages
+from hermes_tools.langchain._convert import (
+    ChunkTranslator,
+    chat_result,
+    openai_response_format,
+    openai_tool_choice,
+    to_openai_messages,
+)
 
 _STRUCTURED_METHODS = ("function_calling", "json_schema", "json_mode")
 # Call options that belong to LangChain, not to the model.
@@ -330,44 +336,3 @@ async def _async_announced(
     if run_manager is not None:
         await run_manager.on_llm_new_token(message.text, chunk=generation)
     return generation
-
-
-def openai_tool_choice(
-    value: dict[str, Any] | str | bool, names: list[str]
-) -> str | dict[str, Any]:
-    """LangChain's tool_choice values as the OpenAI API spells them."""
-    if value is True or value in ("any", "required"):
-        return "required"
-    if value in ("auto", "none"):
-        return str(value)
-    if isinstance(value, str) and value in names:
-        return {"type": "function", "function": {"name": value}}
-    if isinstance(value, Mapping):
-        function = value.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if value.get("type") == "function" and name in names:
-            return dict(value)
-    raise ValueError(
-        f"tool_choice {value!r} is not understood: use 'auto', 'none', 'any', 'required', True, "
-        f"one of the bound tools' names {names}, or "
-        '{"type": "function", "function": {"name": ...}}.'
-    )
-
-
-def openai_response_format(response_format: Any) -> dict[str, Any]:
-    """A `response_format` as the OpenAI API spells it: dicts in its shapes pass as they are;
-    a pydantic class, TypedDict or JSON schema becomes a `json_schema` format, as ChatOpenAI
-    makes it. (The reply policy asks for the JSON in the prompt and reads it back.)"""
-    if isinstance(response_format, Mapping) and "type" in response_format:
-        kind = response_format.get("type")
-        if kind not in ("json_schema", "json_object", "text"):
-            raise ValueError(
-                f"response_format type {kind!r} is not supported; use 'json_schema', "
-                "'json_object', or a pydantic class."
-            )
-        return dict(response_format)
-    schema = convert_to_json_schema(response_format)
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.get("title", "response"), "schema": schema},
-    }

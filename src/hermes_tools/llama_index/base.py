@@ -3,9 +3,9 @@ and the function-calling interface agents use.
 
 A subclass says where the model is (`_transport`: an endpoint over HTTP for `HermesLLM`, an
 LLM in this process for `with_tool_calling`) and which parameters a request carries. The
-request is OpenAI-shaped (`convert.to_openai_messages`, tools as `to_openai_tool` writes
+request is OpenAI-shaped (`_convert.to_openai_messages`, tools as `to_openai_tool` writes
 them); the reply policy (`hermes_tools._policy`) rewrites it for a model without tools and
-decides what the reply holds; `convert` maps the result to `ChatResponse`s shaped as
+decides what the reply holds; `_convert` maps the result to `ChatResponse`s shaped as
 `OpenAILike` shapes them. `chat` makes a plain request and `stream_chat` streams; `complete`
 goes through the same request as `chat`.
 """
@@ -45,9 +45,10 @@ from hermes_tools._policy.drive import (
     stream_reply,
     whole_reply,
 )
-from hermes_tools.llama_index.convert import (
+from hermes_tools.llama_index._convert import (
     ReplyBuilder,
     chat_response,
+    resolve_tool_choice,
     to_openai_messages,
     tool_selections,
 )
@@ -308,17 +309,6 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         return _agent_response(response, outputs, allow_parallel_tool_calls, error_on_tool_error)
 
 
-def resolve_tool_choice(
-    choice: str | dict[str, Any] | None, tool_required: bool
-) -> str | dict[str, Any]:
-    """LlamaIndex's tool choice (a name, an OpenAI value, or nothing) as OpenAI spells it."""
-    if choice is None:
-        return "required" if tool_required else "auto"
-    if isinstance(choice, str) and choice not in ("auto", "none", "required"):
-        return {"type": "function", "function": {"name": choice}}
-    return choice
-
-
 def _call_errors(response: ChatResponse) -> dict[str, str]:
     """Why each invalid call of the reply could not be used, by call id."""
     errors = response.message.additional_kwargs.get("tool_call_errors") or {}
@@ -327,7 +317,7 @@ def _call_errors(response: ChatResponse) -> dict[str, str]:
 
 def _invalid_output(selection: ToolSelection) -> ToolOutput:
     """An invalid call's output: its selection's name says what was wrong (see
-    `convert.tool_selections`)."""
+    `_convert.tool_selections`)."""
     return ToolOutput(
         content=f"Error: {selection.tool_name}; nothing was run.",
         tool_name=selection.tool_name,
