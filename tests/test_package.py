@@ -98,6 +98,53 @@ def test_public_api_is_importable_from_the_top() -> None:
     assert set(hermes_tools.__all__) <= set(dir(hermes_tools))
 
 
+def test_the_top_level_lists_exactly_the_public_names() -> None:
+    assert sorted(hermes_tools.__all__) == [
+        "AsyncHermesOpenAI",
+        "Event",
+        "FormatOptionError",
+        "HermesFormat",
+        "HermesOpenAI",
+        "HermesToolsError",
+        "IncompleteStreamError",
+        "InvalidToolCall",
+        "MessageFormatError",
+        "ParseResult",
+        "ParserClosedError",
+        "ReasoningDelta",
+        "StreamParser",
+        "TextDelta",
+        "ToolCall",
+        "ToolCallArgsDelta",
+        "ToolCallEnd",
+        "ToolCallRequiredError",
+        "ToolCallStart",
+        "ToolDefinitionError",
+        "WrongTypeError",
+        "parse",
+        "wrap",
+    ]
+
+
+def test_legacy_template_at_the_top_still_works_with_a_deprecation_warning() -> None:
+    import hermes_tools.format
+
+    assert "legacy_template" not in dir(hermes_tools)
+    with pytest.warns(DeprecationWarning, match="legacy_template") as caught:
+        value = hermes_tools.legacy_template
+    assert value is hermes_tools.format.legacy_template
+    [warning] = caught
+    assert str(warning.message) == (
+        "hermes_tools.legacy_template moved to hermes_tools.format.legacy_template; "
+        "the old name goes away in the next release."
+    )
+    assert warning.filename == __file__
+    with pytest.warns(DeprecationWarning, match="hermes_tools.format.legacy_template"):
+        from hermes_tools import legacy_template
+    assert legacy_template is value
+    assert value().startswith("# Tools")
+
+
 def test_every_name_a_public_package_lists_imports() -> None:
     for module in (
         "hermes_tools.client",
@@ -211,7 +258,7 @@ def test_a_from_import_of_an_old_name_warns_once_at_its_line() -> None:
     import hermes_tools.langchain._convert as convert
 
     with pytest.warns(DeprecationWarning, match="ChunkTranslator") as caught:
-        from hermes_tools.langchain import ChunkTranslator  # type: ignore[attr-defined]
+        from hermes_tools.langchain import ChunkTranslator
     line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
     assert ChunkTranslator is convert.ChunkTranslator
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
