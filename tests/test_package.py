@@ -305,18 +305,81 @@ def test_the_public_face_is_a_few_modules() -> None:
     ]
 
 
-def test_every_exception_of_the_package_lives_in_errors() -> None:
+def _exception_classes(module: object) -> set[str]:
+    """The exception classes a module defines (not those it imports)."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and value.__module__ == getattr(module, "__name__", None)
+    }
+
+
+def test_exceptions_are_public_in_errors_and_internal_in_signals() -> None:
+    """Exceptions users see are in `errors` (listed in its `__all__`, each in the API
+    reference); signals that never leave the package are in `_signals`; the LangChain
+    adapter's errors (subclasses of LangChain's and the SDK's) in `langchain/errors.py`. No
+    other module defines an exception."""
     import ast
+    import re
+
+    from hermes_tools import _signals, errors
+
+    public, internal = _exception_classes(errors), _exception_classes(_signals)
+    assert sorted(errors.__all__) == sorted(public)
+    assert public.isdisjoint(internal)
+    reference = Path(__file__).parents[1] / "docs" / "reference" / "errors.md"
+    documented = re.findall(r"^ +- (\w+)$", reference.read_text(encoding="utf-8"), re.MULTILINE)
+    assert sorted(documented) == sorted(public)
 
     package = Path(hermes_tools.__file__).parent
+    homes = {"errors.py", "_signals.py", "langchain/errors.py"}
+    ours = public | internal
     elsewhere = []
     for path in package.rglob("*.py"):
-        if path.name == "errors.py":
+        where = path.relative_to(package).as_posix()
+        if where in homes:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and any(
-                getattr(base, "id", getattr(base, "attr", "")).endswith(("Error", "Exception"))
+                (name := getattr(base, "id", getattr(base, "attr", ""))) in ours
+                or name.endswith(("Error", "Exception", "Warning"))
                 for base in node.bases
             ):
-                elsewhere.append(f"{path.relative_to(package)}:{node.name}")
+                elsewhere.append(f"{where}:{node.name}")
     assert elsewhere == []
+
+
+SIGNALS = [
+    "ArgumentsProblem",
+    "CliError",
+    "GrammarTooLarge",
+    "RequestRejected",
+    "ResponseStoreUnavailable",
+    "UpstreamCut",
+    "UpstreamError",
+    "UpstreamEventError",
+]
+
+
+def test_the_internal_signals_left_errors() -> None:
+    from hermes_tools import _signals, errors
+
+    assert sorted(_exception_classes(_signals)) == SIGNALS
+    assert not set(SIGNALS) & set(dir(errors))
+
+
+@pytest.mark.parametrize("name", SIGNALS)
+def test_a_signals_old_name_in_errors_still_works_with_a_deprecation_warning(name: str) -> None:
+    from hermes_tools import _signals, errors
+
+    with pytest.warns(DeprecationWarning, match="moved to") as caught:
+        value = getattr(errors, name)
+    assert value is getattr(_signals, name)
+    [warning] = caught
+    assert str(warning.message) == (
+        f"hermes_tools.errors.{name} is internal and moved to hermes_tools._signals.{name}; "
+        "the old name goes away in the next release."
+    )
+    assert warning.filename == __file__
