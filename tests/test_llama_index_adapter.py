@@ -281,6 +281,17 @@ def test_resolve_tool_choice(choice: Any, required: bool, expected: Any) -> None
     assert resolve_tool_choice(choice, required) == expected
 
 
+def test_stream_usage_asks_for_usage_on_streamed_requests_only() -> None:
+    hi = [ChatMessage(role=MessageRole.USER, content="hi")]
+    usage = llm(stream_usage=True)
+    assert usage._request(hi, {}, stream=True)["stream_options"] == {"include_usage": True}
+    assert "stream_options" not in usage._request(hi, {}, stream=False)
+    given = {"include_usage": False}
+    assert usage._request(hi, {"stream_options": given}, stream=True)["stream_options"] == given
+    assert "stream_options" not in llm()._request(hi, {}, stream=True)
+    assert "stream_options" not in llm()._request(hi, {"stream_options": given}, stream=False)
+
+
 def test_role_enum_is_kept() -> None:
     assert (
         to_openai_messages([ChatMessage(role=MessageRole.CHATBOT, content="x")])[0]["role"]

@@ -285,6 +285,26 @@ def test_the_old_converter_modules_still_import_with_a_deprecation_warning() -> 
         assert module.to_openai_messages is new.to_openai_messages
 
 
+def test_both_framework_bases_take_the_same_hooks() -> None:
+    """What a subclass supplies has one name in both frameworks; each base declares them."""
+    from hermes_tools.langchain.base import ToolCallingChatModel
+    from hermes_tools.llama_index.base import ToolCallingLLM
+
+    hooks = {
+        "_transport",
+        "_async_transport",
+        "_request_params",
+        "_stream_options",
+        "_transport_scope",
+        "_async_transport_scope",
+    }
+    assert hooks <= set(vars(ToolCallingChatModel))
+    assert hooks <= set(vars(ToolCallingLLM))
+    # What the framework's response carries beside the message, named after its field.
+    assert "_response_metadata" in vars(ToolCallingChatModel)
+    assert "_response_raw" in vars(ToolCallingLLM)
+
+
 def test_the_public_face_is_a_few_modules() -> None:
     package = Path(hermes_tools.__file__).parent
     public = sorted(
