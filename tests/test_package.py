@@ -274,6 +274,14 @@ def test_a_name_that_never_existed_is_still_an_attribute_error() -> None:
         assert not hasattr(module, "convert_messages")
 
 
+def test_an_old_module_paths_warning_points_at_the_import_statement() -> None:
+    sys.modules.pop("hermes_tools.stream_parser", None)
+    with pytest.warns(DeprecationWarning, match="hermes_tools._parse.parser") as caught:
+        import hermes_tools.stream_parser  # type: ignore[import-not-found]  # noqa: F401
+    line = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
 def test_the_old_converter_modules_still_import_with_a_deprecation_warning() -> None:
     for old in ("hermes_tools.langchain.convert", "hermes_tools.llama_index.convert"):
         sys.modules.pop(old, None)

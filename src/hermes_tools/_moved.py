@@ -74,7 +74,7 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             f"{module.__name__} is internal and moved to {new}; import public names from "
             "hermes_tools (or hermes_tools.langchain, .llama_index, .client) instead.",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=2,  # the import statement (the import system's frames are skipped)
         )
         target = importlib.import_module(new)
         module.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]
