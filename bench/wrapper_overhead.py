@@ -64,10 +64,10 @@ from hermes_tools._policy.drive import stream_reply
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.langchain import with_tool_calling
-from hermes_tools.langchain.convert import ChunkTranslator
+from hermes_tools.langchain._convert import ChunkTranslator
 from hermes_tools.langchain.transport import ChatModelTransport
 from hermes_tools.llama_index import with_tool_calling as with_tool_calling_li
-from hermes_tools.llama_index.convert import ReplyBuilder
+from hermes_tools.llama_index._convert import ReplyBuilder
 from hermes_tools.llama_index.transport import LLMTransport
 
 GOAL = 1.2

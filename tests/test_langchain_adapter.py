@@ -24,8 +24,12 @@ from typing_extensions import TypedDict
 
 from hermes_tools import HermesFormat
 from hermes_tools._policy.reply import never_parses
-from hermes_tools.langchain import ChatHermes, ChunkTranslator, openai_tool_choice
-from hermes_tools.langchain.convert import to_openai_messages
+from hermes_tools.langchain import ChatHermes
+from hermes_tools.langchain._convert import (
+    ChunkTranslator,
+    openai_tool_choice,
+    to_openai_messages,
+)
 
 
 @tool

@@ -21,8 +21,13 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from pydantic import ValidationError
 
 from hermes_tools import HermesFormat
-from hermes_tools.llama_index import HermesLLM, ReplyBuilder, resolve_tool_choice, tool_selections
-from hermes_tools.llama_index.convert import to_openai_messages
+from hermes_tools.llama_index import HermesLLM
+from hermes_tools.llama_index._convert import (
+    ReplyBuilder,
+    resolve_tool_choice,
+    to_openai_messages,
+    tool_selections,
+)
 
 
 def get_weather(city: str) -> str:
@@ -274,6 +279,17 @@ def test_prepare_chat_with_tools_leaves_the_history_alone() -> None:
 )
 def test_resolve_tool_choice(choice: Any, required: bool, expected: Any) -> None:
     assert resolve_tool_choice(choice, required) == expected
+
+
+def test_stream_usage_asks_for_usage_on_streamed_requests_only() -> None:
+    hi = [ChatMessage(role=MessageRole.USER, content="hi")]
+    usage = llm(stream_usage=True)
+    assert usage._request(hi, {}, stream=True)["stream_options"] == {"include_usage": True}
+    assert "stream_options" not in usage._request(hi, {}, stream=False)
+    given = {"include_usage": False}
+    assert usage._request(hi, {"stream_options": given}, stream=True)["stream_options"] == given
+    assert "stream_options" not in llm()._request(hi, {}, stream=True)
+    assert "stream_options" not in llm()._request(hi, {"stream_options": given}, stream=False)
 
 
 def test_role_enum_is_kept() -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-import hermes_tools
 from hermes_tools import (
     FormatOptionError,
     HermesFormat,
@@ -16,6 +15,7 @@ from hermes_tools import (
     ToolDefinitionError,
     parse,
 )
+from hermes_tools.format import legacy_template
 from parser_helpers import WEATHER
 
 TOOLS = [WEATHER, {"name": "get_time"}]
@@ -47,10 +47,10 @@ def test_a_template_gets_the_tools_in_openai_shape() -> None:
 
 
 def test_the_earlier_prompt_stays_reachable() -> None:
-    prompt = HermesFormat(template=hermes_tools.legacy_template()).system_prompt(TOOLS)
+    prompt = HermesFormat(template=legacy_template()).system_prompt(TOOLS)
     assert prompt.startswith("# Tools\n\nYou can call functions to help with the user's request.")
     assert "Each result comes back to you inside <tool_response></tool_response>." in prompt
-    xml = HermesFormat(template=hermes_tools.legacy_template("qwen3_coder")).system_prompt(TOOLS)
+    xml = HermesFormat(template=legacy_template("qwen3_coder")).system_prompt(TOOLS)
     assert "<function=function_name>" in xml
 
 
@@ -103,9 +103,7 @@ def test_custom_tags_instructions_and_template() -> None:
     tagged = HermesFormat(call_tag="fn_call", response_tag="fn_result").system_prompt(TOOLS)
     assert "<fn_call>" in tagged
     assert "<tool_call>" not in tagged
-    legacy = HermesFormat(
-        call_tag="fn_call", response_tag="fn_result", template=hermes_tools.legacy_template()
-    )
+    legacy = HermesFormat(call_tag="fn_call", response_tag="fn_result", template=legacy_template())
     assert "<fn_result></fn_result>" in legacy.system_prompt(TOOLS)
     custom = HermesFormat(instructions="Call with <{call_tag}>.").system_prompt(TOOLS, "required")
     assert custom.endswith(

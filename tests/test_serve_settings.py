@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tools._signals import RequestRejected
 from hermes_tools.cli import main
-from hermes_tools.errors import RequestRejected, ServeConfigError
-from hermes_tools.serve.command import settings_from_arguments
+from hermes_tools.errors import ServeConfigError
+from hermes_tools.serve.command import WithoutUpstreamCuts, settings_from_arguments
 from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config
 from hermes_tools.serve.validation import check_chat_request
 
@@ -221,3 +222,18 @@ def test_request_checks(body: dict[str, object], param: str | None) -> None:
     with pytest.raises(RequestRejected) as raised:
         check_chat_request(body)
     assert raised.value.param == param
+
+
+def test_the_log_leaves_out_the_traceback_of_an_upstream_cut_only() -> None:
+    import logging
+
+    from hermes_tools._signals import UpstreamCut
+
+    def record(error: BaseException | None) -> logging.LogRecord:
+        info = (type(error), error, None) if error is not None else None
+        return logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, "x", (), info)
+
+    keep = WithoutUpstreamCuts()
+    assert not keep.filter(record(UpstreamCut()))
+    assert keep.filter(record(ValueError("x")))
+    assert keep.filter(record(None))

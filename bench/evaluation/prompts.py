@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools import legacy_template
 from hermes_tools._render.prompt import JSON_INSTRUCTIONS, PREAMBLE
+from hermes_tools.format import legacy_template
 
 QWEN_TEMPLATE = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"

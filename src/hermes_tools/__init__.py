@@ -6,9 +6,9 @@ the native tools API on any endpoint.
 
 The endpoint layer (`wrap` and the wrapped clients) is imported on first use: it brings in
 `openai` and pydantic, which cost far more than the parser itself, so `import hermes_tools`
-stays light for code that only parses or formats. The format layer (`HermesFormat`,
-`legacy_template`: prompts and conversation rendering) is imported on first use too, so that
-code that only parses loads the parser alone.
+stays light for code that only parses or formats. The format layer (`HermesFormat`: prompts
+and conversation rendering) is imported on first use too, so that code that only parses loads
+the parser alone.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from hermes_tools.events import (
 )
 
 if TYPE_CHECKING:
-    from hermes_tools._render.prompt import legacy_template
     from hermes_tools.client import AsyncHermesOpenAI, HermesOpenAI, wrap
     from hermes_tools.format import HermesFormat
 
@@ -52,11 +51,16 @@ _LAZY = {
     "HermesOpenAI": "hermes_tools.client",
     "wrap": "hermes_tools.client",
     "HermesFormat": "hermes_tools.format",
-    "legacy_template": "hermes_tools._render.prompt",
 }
+
+# Names that moved, and the module each is in now: for one release the old name still works,
+# with a DeprecationWarning naming the new place.
+_MOVED_NAMES = {"legacy_template": "hermes_tools.format"}
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED_NAMES:
+        return _moved.moved_attribute(__name__, name, _MOVED_NAMES)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hermes_tools' has no attribute {name!r}")
@@ -93,7 +97,6 @@ __all__ = [
     "ToolCallStart",
     "ToolDefinitionError",
     "WrongTypeError",
-    "legacy_template",
     "parse",
     "wrap",
 ]

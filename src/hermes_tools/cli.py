@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from hermes_tools._render.prompt import SYNTAXES
+from hermes_tools._signals import CliError
 from hermes_tools._tools.toolbox import tool_specs
-from hermes_tools.errors import CliError, HermesToolsError
+from hermes_tools.errors import HermesToolsError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
 from hermes_tools.local.cli import add_commands as add_local_commands

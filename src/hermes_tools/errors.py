@@ -1,18 +1,21 @@
-"""Every exception the package raises, under one base class.
+"""Every exception the package lets out to its users, under one base class.
 
 Misuse by the caller raises with the fix in the message. Bad model output never raises from the
 parser; it becomes data (invalid calls). The one reply that fails a request is a missing
 required call: `tool_choice` asked for one, and after the allowed repairs the model still made
-none it could use. The last section holds signals that never leave the package: each is
-caught where the message it carries is turned into an answer.
+none it could use.
 
-(The LangChain adapter's errors subclass LangChain's and the `openai` SDK's exception types,
-so they live in `hermes_tools.langchain.errors`: the core imports neither.)
+Signals that never leave the package (each caught where the message it carries is turned into
+an answer) live in `hermes_tools._signals`. The LangChain adapter's errors subclass
+LangChain's and the `openai` SDK's exception types, so they live in
+`hermes_tools.langchain.errors`: the core imports neither.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from hermes_tools import _moved
 
 
 class HermesToolsError(Exception):
@@ -59,11 +62,6 @@ class ServeConfigError(HermesToolsError, ValueError):
     """`hermes-tools serve` was started with options or a config file that cannot work."""
 
 
-class ResponseStoreUnavailable(HermesToolsError):
-    """The shared response store (Redis, Valkey) cannot be reached or failed to answer; the
-    message names it (without credentials) and says what the client library reported."""
-
-
 class ParserClosedError(HermesToolsError, RuntimeError):
     """`feed` or `close` was called on a parser that was already closed."""
 
@@ -85,57 +83,40 @@ class LocalModelError(HermesToolsError):
     """A local model could not be fetched, assembled or started; the message says what to do."""
 
 
-# -- signals inside the package -------------------------------------------------------------
+# Internal signals that were defined here before they moved to `_signals`: for one release
+# the old names still work, with a DeprecationWarning naming the new place.
+_MOVED_NAMES = dict.fromkeys(
+    (
+        "ArgumentsProblem",
+        "GrammarTooLarge",
+        "RequestRejected",
+        "UpstreamCut",
+        "CliError",
+        "UpstreamError",
+        "UpstreamEventError",
+        "ResponseStoreUnavailable",
+    ),
+    "hermes_tools._signals",
+)
 
 
-class ArgumentsProblem(HermesToolsError):
-    """Why an argument text is not acceptable; the message is the reason shown to users."""
+def __getattr__(name: str) -> Any:
+    return _moved.moved_attribute(__name__, name, _MOVED_NAMES)
 
 
-class GrammarTooLarge(HermesToolsError):
-    """The tools would make a grammar too large to be worth building: sent unconstrained."""
-
-
-class RequestRejected(HermesToolsError):
-    """A request the proxy answers itself with an error status: 400 unless `status` says
-    otherwise (a 5xx only where something the proxy needs is down, such as its response
-    store). It never leaves the proxy."""
-
-    def __init__(
-        self, message: str, param: str | None = None, code: str | None = None, status: int = 400
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.code = code
-        self.status = status
-
-
-class UpstreamCut(HermesToolsError):
-    """A passed-through answer broke off: the client's connection is dropped too."""
-
-
-class CliError(HermesToolsError):
-    """Bad input on the command line: reported on one line of stderr, exit status 2."""
-
-
-class UpstreamError(HermesToolsError):
-    """The proxy's upstream answered with an error status: relayed as it came, with `hint`
-    (what the proxy knows of the likely fix, e.g. the models the upstream lists) added."""
-
-    def __init__(self, status: int, body: bytes, headers: Any, hint: str = "") -> None:
-        text = body.decode("utf-8", "replace").strip()[:500]
-        super().__init__(f"the upstream answered {status}: {text}")
-        self.status = status
-        self.body = body
-        self.headers = headers
-        self.hint = hint
-
-
-class UpstreamEventError(HermesToolsError):
-    """The proxy's upstream sent an `{"error": ...}` event in the middle of a stream."""
-
-    def __init__(self, error: Any) -> None:
-        message = error.get("message") if isinstance(error, dict) else None
-        super().__init__(str(message or error))
-        self.error = error
+__all__ = [
+    "FormatOptionError",
+    "HermesToolsError",
+    "IncompleteStreamError",
+    "InnerModelError",
+    "LocalModelError",
+    "MessageFormatError",
+    "ParserClosedError",
+    "ResultNotKeptError",
+    "ServeConfigError",
+    "ToolCallRequiredError",
+    "ToolDefinitionError",
+    "ToolSchemaError",
+    "UnsupportedFeatureError",
+    "WrongTypeError",
+]

@@ -17,6 +17,7 @@ from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._parse.tags import check_tag_name
 from hermes_tools._render.conversation import RenderOptions, render_conversation
 from hermes_tools._render.prompt import SYNTAXES, Syntax, ToolChoice, system_prompt, tool_choice
+from hermes_tools._render.prompt import legacy_template as legacy_template
 from hermes_tools._tools.selection import (
     ToolView,
     called_tools,
@@ -42,6 +43,7 @@ class HermesFormat:
       `{response_tag}` are filled in).
     - `template`: replaces the whole tools prompt; `{tools}` becomes the tool schemas, one JSON
       object per line, and `{tool_choice}` the tool-choice rule (appended when absent).
+      `hermes_tools.format.legacy_template()` is the earlier default tools prompt.
     - `tool_result_role`: "user" (works everywhere) or "tool" (for servers whose chat template
       renders tool messages itself).
     - `system_prompt_in_user`: fold system text into the first user message, for chat

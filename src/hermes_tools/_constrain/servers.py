@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from hermes_tools._constrain.reply_grammar import reply_grammar
 from hermes_tools._render.prompt import Syntax, ToolChoice
+from hermes_tools._signals import GrammarTooLarge
 from hermes_tools._tools.toolbox import ToolSpec
-from hermes_tools.errors import GrammarTooLarge
 
 ServerKind = Literal["gbnf", "vllm", "vllm_guided", "sglang", "json_schema"]
 SERVER_KINDS: tuple[ServerKind, ...] = ("gbnf", "vllm", "vllm_guided", "sglang", "json_schema")

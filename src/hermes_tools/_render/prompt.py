@@ -52,7 +52,7 @@ QWEN3_CODER_INSTRUCTIONS = (
 )
 
 # The prompt of hermes-tools 0.x, for users whose fine-tunes or evaluations depend on it:
-# `HermesFormat(template=legacy_template())`.
+# `HermesFormat(template=legacy_template())` (public as `hermes_tools.format.legacy_template`).
 _LEGACY_PREAMBLE = (
     "# Tools\n\n"
     "You can call functions to help with the user's request. Their signatures, one JSON "

@@ -3,16 +3,17 @@ through the reply policy.
 
 A subclass says where the model is (`_transport`: an endpoint over HTTP for `ChatHermes`, a
 chat model in this process for `with_tool_calling`), which parameters a request carries, and
-how its errors read. The request is OpenAI-shaped (`convert.to_openai_messages`, tools as
-`bind_tools` formats them); the reply policy (`hermes_tools._policy`) rewrites it for a model
-without tools and decides what the reply holds; `convert` maps the result back to LangChain's
-messages. As with ChatOpenAI, `invoke` makes a plain request and `stream` streams; both give
-one message.
+what surrounds each use of the transport (for `ChatHermes`, where its errors become
+LangChain's); the LlamaIndex base has the same hooks. The request is OpenAI-shaped
+(`_convert.to_openai_messages`, tools as `bind_tools` formats them); the reply policy
+(`hermes_tools._policy`) rewrites it for a model without tools and decides what the reply
+holds; `_convert` maps the result back to LangChain's messages. As with ChatOpenAI, `invoke`
+makes a plain request and `stream` streams; both give one message.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from operator import itemgetter
 from typing import Any, Literal
@@ -42,7 +43,13 @@ from hermes_tools._policy.drive import (
     stream_reply,
     whole_reply,
 )
-from hermes_tools.langchain.convert import ChunkTranslator, chat_result, to_openai_messages
+from hermes_tools.langchain._convert import (
+    ChunkTranslator,
+    chat_result,
+    openai_response_format,
+    openai_tool_choice,
+    to_openai_messages,
+)
 
 _STRUCTURED_METHODS = ("function_calling", "json_schema", "json_mode")
 # Call options that belong to LangChain, not to the model.
@@ -52,36 +59,34 @@ _LANGCHAIN_ONLY = ("ls_structured_output_format", "stream")
 class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
     """A LangChain chat model whose tools are written into the prompt (see the module)."""
 
-    # -- what a subclass supplies ---------------------------------------------------------------
+    # -- what a subclass supplies (the same hooks as the LlamaIndex base's) ----------------------
 
-    def _transport(
-        self, run_manager: CallbackManagerForLLMRun | None, *, stream: bool
-    ) -> Transport:
+    def _transport(self, run_manager: CallbackManagerForLLMRun | None) -> Transport:
+        """Where the model is: what sends a request and gives back the reply."""
         raise NotImplementedError
 
-    def _async_transport(
-        self, run_manager: AsyncCallbackManagerForLLMRun | None, *, stream: bool
-    ) -> AsyncTransport:
+    def _async_transport(self, run_manager: AsyncCallbackManagerForLLMRun | None) -> AsyncTransport:
         raise NotImplementedError
 
-    def _default_request(self) -> dict[str, Any]:
+    def _request_params(self) -> dict[str, Any]:
         """The parameters every request carries (the model's own settings)."""
         return {}
 
-    def _errors(self) -> AbstractContextManager[Any]:
-        """Where the transport's errors are turned into LangChain's."""
+    def _stream_options(self, stream_usage: bool | None, given: Any) -> Any:
+        """The `stream_options` a streamed request carries (None: none), from the call's
+        `stream_usage` and the `stream_options` it was given."""
+        return given
+
+    def _transport_scope(self, transport: Transport) -> AbstractContextManager[Any]:
+        """What surrounds each use of the transport (where its errors become LangChain's)."""
         return nullcontext()
 
-    def _async_errors(self) -> AbstractAsyncContextManager[Any]:
+    def _async_transport_scope(self, transport: AsyncTransport) -> AbstractAsyncContextManager[Any]:
         return nullcontext()
 
-    def _reply_metadata(self, transport: object) -> dict[str, Any]:
+    def _response_metadata(self, transport: Transport | AsyncTransport) -> dict[str, Any]:
         """What the last message's `response_metadata` also holds, once the reply is over."""
         return {}
-
-    def _stream_options(self, stream_usage: bool | None, options: Any) -> Any:
-        """The `stream_options` a streamed request carries (None: none)."""
-        return options
 
     # -- tokens -------------------------------------------------------------------------------
 
@@ -109,7 +114,7 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         stream_usage: bool | None = None,
     ) -> tuple[dict[str, Any], Any]:
         """The OpenAI-shaped request, and the `response_format` asked for (or None)."""
-        params = {**self._default_request(), **kwargs}
+        params = {**self._request_params(), **kwargs}
         for key in _LANGCHAIN_ONLY:
             params.pop(key, None)
         if stop is not None:
@@ -142,12 +147,12 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         )
         session = self._session(request, stream=True)
         translator = ChunkTranslator(self.output_version, response_format=response_format)
-        transport = self._transport(run_manager, stream=True)
-        with self._errors():
+        transport = self._transport(run_manager)
+        with self._transport_scope(transport):
             for chunk in stream_reply(session, transport):
                 for message in translator.chunk(chunk):
                     yield _announced(message, run_manager)
-        for message in translator.finish(self._reply_metadata(transport)):
+        for message in translator.finish(self._response_metadata(transport)):
             yield _announced(message, run_manager)
 
     async def _astream(
@@ -164,12 +169,12 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         )
         session = self._session(request, stream=True)
         translator = ChunkTranslator(self.output_version, response_format=response_format)
-        transport = self._async_transport(run_manager, stream=True)
-        async with self._async_errors():
+        transport = self._async_transport(run_manager)
+        async with self._async_transport_scope(transport):
             async for chunk in astream_reply(session, transport):
                 for message in translator.chunk(chunk):
                     yield await _async_announced(message, run_manager)
-        for message in translator.finish(self._reply_metadata(transport)):
+        for message in translator.finish(self._response_metadata(transport)):
             yield await _async_announced(message, run_manager)
 
     def _generate(
@@ -181,13 +186,13 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
     ) -> ChatResult:
         request, response_format = self._request(messages, stop, kwargs, stream=False)
         session = self._session(request, stream=False)
-        transport = self._transport(run_manager, stream=False)
-        with self._errors():
+        transport = self._transport(run_manager)
+        with self._transport_scope(transport):
             completion = whole_reply(session, transport)
         return chat_result(
             completion,
             response_format=response_format,
-            metadata=self._reply_metadata(transport),
+            metadata=self._response_metadata(transport),
         )
 
     async def _agenerate(
@@ -199,13 +204,13 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
     ) -> ChatResult:
         request, response_format = self._request(messages, stop, kwargs, stream=False)
         session = self._session(request, stream=False)
-        transport = self._async_transport(run_manager, stream=False)
-        async with self._async_errors():
+        transport = self._async_transport(run_manager)
+        async with self._async_transport_scope(transport):
             completion = await awhole_reply(session, transport)
         return chat_result(
             completion,
             response_format=response_format,
-            metadata=self._reply_metadata(transport),
+            metadata=self._response_metadata(transport),
         )
 
     # -- tools and structured output ----------------------------------------------------------
@@ -330,44 +335,3 @@ async def _async_announced(
     if run_manager is not None:
         await run_manager.on_llm_new_token(message.text, chunk=generation)
     return generation
-
-
-def openai_tool_choice(
-    value: dict[str, Any] | str | bool, names: list[str]
-) -> str | dict[str, Any]:
-    """LangChain's tool_choice values as the OpenAI API spells them."""
-    if value is True or value in ("any", "required"):
-        return "required"
-    if value in ("auto", "none"):
-        return str(value)
-    if isinstance(value, str) and value in names:
-        return {"type": "function", "function": {"name": value}}
-    if isinstance(value, Mapping):
-        function = value.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if value.get("type") == "function" and name in names:
-            return dict(value)
-    raise ValueError(
-        f"tool_choice {value!r} is not understood: use 'auto', 'none', 'any', 'required', True, "
-        f"one of the bound tools' names {names}, or "
-        '{"type": "function", "function": {"name": ...}}.'
-    )
-
-
-def openai_response_format(response_format: Any) -> dict[str, Any]:
-    """A `response_format` as the OpenAI API spells it: dicts in its shapes pass as they are;
-    a pydantic class, TypedDict or JSON schema becomes a `json_schema` format, as ChatOpenAI
-    makes it. (The reply policy asks for the JSON in the prompt and reads it back.)"""
-    if isinstance(response_format, Mapping) and "type" in response_format:
-        kind = response_format.get("type")
-        if kind not in ("json_schema", "json_object", "text"):
-            raise ValueError(
-                f"response_format type {kind!r} is not supported; use 'json_schema', "
-                "'json_object', or a pydantic class."
-            )
-        return dict(response_format)
-    schema = convert_to_json_schema(response_format)
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.get("title", "response"), "schema": schema},
-    }

@@ -259,36 +259,32 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
         }
         return {key: value for key, value in params.items() if value is not None}
 
-    def _default_request(self) -> dict[str, Any]:
+    def _request_params(self) -> dict[str, Any]:
         return self._default_params
 
-    def _stream_options(self, stream_usage: bool | None, options: Any) -> Any:
+    def _stream_options(self, stream_usage: bool | None, given: Any) -> Any:
         """As ChatOpenAI: usage is asked for by the call's `stream_usage`, else
         `stream_options`, else the field."""
         sources = [
             stream_usage,
-            (options or {}).get("include_usage") if isinstance(options, Mapping) else None,
+            (given or {}).get("include_usage") if isinstance(given, Mapping) else None,
             (self.model_kwargs.get("stream_options") or {}).get("include_usage"),
             self.stream_usage,
         ]
         if next((source for source in sources if isinstance(source, bool)), False):
-            return {**(options or {}), "include_usage": True}
-        return options
+            return {**(given or {}), "include_usage": True}
+        return given
 
-    def _transport(
-        self, run_manager: CallbackManagerForLLMRun | None, *, stream: bool
-    ) -> Transport:
+    def _transport(self, run_manager: CallbackManagerForLLMRun | None) -> Transport:
         return OpenAITransport(self.client.wrapped)
 
-    def _async_transport(
-        self, run_manager: AsyncCallbackManagerForLLMRun | None, *, stream: bool
-    ) -> AsyncTransport:
+    def _async_transport(self, run_manager: AsyncCallbackManagerForLLMRun | None) -> AsyncTransport:
         return AsyncOpenAITransport(self.async_client.wrapped)
 
-    def _errors(self) -> AbstractContextManager[Any]:
+    def _transport_scope(self, transport: Transport) -> AbstractContextManager[Any]:
         return langchain_errors()
 
-    def _async_errors(self) -> AbstractAsyncContextManager[Any]:
+    def _async_transport_scope(self, transport: AsyncTransport) -> AbstractAsyncContextManager[Any]:
         return async_langchain_errors()
 
     def _generate(

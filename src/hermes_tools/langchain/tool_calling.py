@@ -48,14 +48,10 @@ class ChatModelWithToolCalling(ToolCallingChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": self.model._identifying_params, **self._format_options()}
 
-    def _transport(
-        self, run_manager: CallbackManagerForLLMRun | None, *, stream: bool
-    ) -> Transport:
+    def _transport(self, run_manager: CallbackManagerForLLMRun | None) -> Transport:
         return ChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
 
-    def _async_transport(
-        self, run_manager: AsyncCallbackManagerForLLMRun | None, *, stream: bool
-    ) -> AsyncTransport:
+    def _async_transport(self, run_manager: AsyncCallbackManagerForLLMRun | None) -> AsyncTransport:
         return AsyncChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
@@ -76,7 +72,8 @@ class ChatModelWithToolCalling(ToolCallingChatModel):
     def _endpoint(self) -> str:
         return f"{type(self.model).__name__}:{sorted(self.model._identifying_params.items())}"
 
-    def _reply_metadata(self, transport: object) -> dict[str, Any]:
+    def _response_metadata(self, transport: Transport | AsyncTransport) -> dict[str, Any]:
+        """The wrapped model's own `response_metadata` (its transport keeps it)."""
         metadata = getattr(transport, "metadata", None)
         return dict(metadata) if isinstance(metadata, dict) else {}
 

@@ -2,10 +2,12 @@
 and the function-calling interface agents use.
 
 A subclass says where the model is (`_transport`: an endpoint over HTTP for `HermesLLM`, an
-LLM in this process for `with_tool_calling`) and which parameters a request carries. The
-request is OpenAI-shaped (`convert.to_openai_messages`, tools as `to_openai_tool` writes
+LLM in this process for `with_tool_calling`), which parameters a request carries, and what
+surrounds each use of the transport (for `HermesLLM` without `reuse_client`, closing the
+client opened for the request); the LangChain base has the same hooks. The
+request is OpenAI-shaped (`_convert.to_openai_messages`, tools as `to_openai_tool` writes
 them); the reply policy (`hermes_tools._policy`) rewrites it for a model without tools and
-decides what the reply holds; `convert` maps the result to `ChatResponse`s shaped as
+decides what the reply holds; `_convert` maps the result to `ChatResponse`s shaped as
 `OpenAILike` shapes them. `chat` makes a plain request and `stream_chat` streams; `complete`
 goes through the same request as `chat`.
 """
@@ -13,6 +15,7 @@ goes through the same request as `chat`.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.llms.generic_utils import (
@@ -45,9 +48,10 @@ from hermes_tools._policy.drive import (
     stream_reply,
     whole_reply,
 )
-from hermes_tools.llama_index.convert import (
+from hermes_tools.llama_index._convert import (
     ReplyBuilder,
     chat_response,
+    resolve_tool_choice,
     to_openai_messages,
     tool_selections,
 )
@@ -60,39 +64,49 @@ if TYPE_CHECKING:
 class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
     """A LlamaIndex function-calling LLM whose tools are written into the prompt."""
 
-    # -- what a subclass supplies ---------------------------------------------------------------
+    # -- what a subclass supplies (the same hooks as the LangChain base's) ----------------------
 
     def _transport(self) -> Transport:
+        """Where the model is: what sends a request and gives back the reply."""
         raise NotImplementedError
 
     def _async_transport(self) -> AsyncTransport:
         raise NotImplementedError
 
-    def _default_request(self, *, stream: bool) -> dict[str, Any]:
+    def _request_params(self) -> dict[str, Any]:
         """The parameters every request carries (the model's own settings)."""
         return {}
 
-    def _raw(self, reply: Mapping[str, Any], *, whole: bool) -> Any:
+    def _stream_options(self, stream_usage: bool | None, given: Any) -> Any:
+        """The `stream_options` a streamed request carries (None: none), from the
+        `stream_options` it was given (LlamaIndex's calls take no `stream_usage`)."""
+        return given
+
+    def _transport_scope(self, transport: Transport) -> AbstractContextManager[Any]:
+        """What surrounds each use of the transport (what it opened is closed after it)."""
+        return nullcontext()
+
+    def _async_transport_scope(self, transport: AsyncTransport) -> AbstractAsyncContextManager[Any]:
+        return nullcontext()
+
+    def _response_raw(self, reply: Mapping[str, Any], *, whole: bool) -> Any:
         """What a response's `raw` holds for a completion or chunk of the reply policy."""
         return reply
-
-    def _close(self, transport: object) -> None:
-        """The request is over (a transport may own a client to close)."""
-
-    async def _aclose(self, transport: object) -> None:
-        """The request is over (a transport may own a client to close)."""
 
     # -- requests -------------------------------------------------------------------------------
 
     def _request(
         self, messages: Sequence[ChatMessage], kwargs: dict[str, Any], *, stream: bool
     ) -> dict[str, Any]:
-        params = {**self._default_request(stream=stream), **kwargs}
+        params = {**self._request_params(), **kwargs}
         params = {key: value for key, value in params.items() if value is not None}
         params["messages"] = to_openai_messages(messages)
+        options = params.pop("stream_options", None)
         params["stream"] = stream
-        if not stream:
-            params.pop("stream_options", None)  # as OpenAI's LLM: only sent when streaming
+        if stream:  # as OpenAI's LLM: stream_options only sent when streaming
+            options = self._stream_options(None, options)
+            if options is not None:
+                params["stream_options"] = options
         return params
 
     # -- chat ---------------------------------------------------------------------------------
@@ -100,11 +114,9 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
     def _chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         session = self._session(self._request(messages, kwargs, stream=False), stream=False)
         transport = self._transport()
-        try:
+        with self._transport_scope(transport):
             completion = whole_reply(session, transport)
-        finally:
-            self._close(transport)
-        return chat_response(completion, self._raw(completion, whole=True))
+        return chat_response(completion, self._response_raw(completion, whole=True))
 
     def _stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
         session = self._session(self._request(messages, kwargs, stream=True), stream=True)
@@ -112,22 +124,18 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         def responses() -> Generator[ChatResponse, None, None]:
             builder = ReplyBuilder()
             transport = self._transport()
-            try:
+            with self._transport_scope(transport):
                 for chunk in stream_reply(session, transport):
-                    yield builder.chunk(chunk, self._raw(chunk, whole=False))
-            finally:
-                self._close(transport)
+                    yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
 
         return responses()
 
     async def _achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         session = self._session(self._request(messages, kwargs, stream=False), stream=False)
         transport = self._async_transport()
-        try:
+        async with self._async_transport_scope(transport):
             completion = await awhole_reply(session, transport)
-        finally:
-            await self._aclose(transport)
-        return chat_response(completion, self._raw(completion, whole=True))
+        return chat_response(completion, self._response_raw(completion, whole=True))
 
     async def _astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
@@ -137,11 +145,9 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         async def responses() -> AsyncGenerator[ChatResponse, None]:
             builder = ReplyBuilder()
             transport = self._async_transport()
-            try:
+            async with self._async_transport_scope(transport):
                 async for chunk in astream_reply(session, transport):
-                    yield builder.chunk(chunk, self._raw(chunk, whole=False))
-            finally:
-                await self._aclose(transport)
+                    yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
 
         return responses()
 
@@ -308,17 +314,6 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         return _agent_response(response, outputs, allow_parallel_tool_calls, error_on_tool_error)
 
 
-def resolve_tool_choice(
-    choice: str | dict[str, Any] | None, tool_required: bool
-) -> str | dict[str, Any]:
-    """LlamaIndex's tool choice (a name, an OpenAI value, or nothing) as OpenAI spells it."""
-    if choice is None:
-        return "required" if tool_required else "auto"
-    if isinstance(choice, str) and choice not in ("auto", "none", "required"):
-        return {"type": "function", "function": {"name": choice}}
-    return choice
-
-
 def _call_errors(response: ChatResponse) -> dict[str, str]:
     """Why each invalid call of the reply could not be used, by call id."""
     errors = response.message.additional_kwargs.get("tool_call_errors") or {}
@@ -327,7 +322,7 @@ def _call_errors(response: ChatResponse) -> dict[str, str]:
 
 def _invalid_output(selection: ToolSelection) -> ToolOutput:
     """An invalid call's output: its selection's name says what was wrong (see
-    `convert.tool_selections`)."""
+    `_convert.tool_selections`)."""
     return ToolOutput(
         content=f"Error: {selection.tool_name}; nothing was run.",
         tool_name=selection.tool_name,

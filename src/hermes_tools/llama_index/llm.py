@@ -8,7 +8,14 @@ the requests and replies go through what every hermes-tools LLM shares (`base`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    closing,
+    nullcontext,
+)
 from typing import Any
 
 from llama_index.core.base.llms.types import LLMMetadata, MessageRole
@@ -18,6 +25,7 @@ from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._adapters.settings import HermesSettings
+from hermes_tools._policy.drive import AsyncTransport, Transport
 from hermes_tools.client.transport import AsyncOpenAITransport, OpenAITransport
 from hermes_tools.llama_index.base import ToolCallingLLM
 
@@ -156,39 +164,43 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
 
     # -- requests -----------------------------------------------------------------------------
 
-    def _default_request(self, *, stream: bool) -> dict[str, Any]:
-        params = {
+    def _request_params(self) -> dict[str, Any]:
+        return {
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "reasoning_effort": self.reasoning_effort,
             **self.additional_kwargs,
         }
-        if stream and self.stream_usage:
-            params["stream_options"] = {"include_usage": True}
-        return params
+
+    def _stream_options(self, stream_usage: bool | None, given: Any) -> Any:
+        """Those given with the call or in `additional_kwargs`, else usage if the field asks."""
+        if given is None and self.stream_usage:
+            return {"include_usage": True}
+        return given
 
     def _transport(self) -> OpenAITransport:
-        client = self.client.wrapped if self.reuse_client else OpenAI(**self._options(False))
-        return OpenAITransport(client)
+        if self.reuse_client:
+            return OpenAITransport(self.client.wrapped)
+        return OpenAITransport(OpenAI(**self._client_options(asynchronous=False)))
 
     def _async_transport(self) -> AsyncOpenAITransport:
         if self.reuse_client:
             return AsyncOpenAITransport(self.async_client.wrapped)
-        return AsyncOpenAITransport(AsyncOpenAI(**self._options(True)))
+        return AsyncOpenAITransport(AsyncOpenAI(**self._client_options(asynchronous=True)))
 
-    def _options(self, asynchronous: bool) -> dict[str, Any]:
-        return self._settings(asynchronous=asynchronous).options
-
-    def _close(self, transport: object) -> None:
+    def _transport_scope(self, transport: Transport) -> AbstractContextManager[Any]:
+        """Without `reuse_client`, the client opened for the request is closed after it."""
         if not self.reuse_client and isinstance(transport, OpenAITransport):
-            transport.client.close()
+            return closing(transport.client)
+        return nullcontext()
 
-    async def _aclose(self, transport: object) -> None:
+    def _async_transport_scope(self, transport: AsyncTransport) -> AbstractAsyncContextManager[Any]:
         if not self.reuse_client and isinstance(transport, AsyncOpenAITransport):
-            await transport.client.close()
+            return _closed_after(transport.client)
+        return nullcontext()
 
-    def _raw(self, reply: Mapping[str, Any], *, whole: bool) -> Any:
+    def _response_raw(self, reply: Mapping[str, Any], *, whole: bool) -> Any:
         # As OpenAILike: the SDK's own objects.
         if whole:
             return ChatCompletion.model_validate(reply)
@@ -196,3 +208,11 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
 
     def _strict_tools(self) -> bool:
         return self.strict
+
+
+@asynccontextmanager
+async def _closed_after(client: AsyncOpenAI) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.close()

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.types import Receive
 
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import RequestRejected
+from hermes_tools._signals import RequestRejected
 from hermes_tools.serve.exchange import Exchange
 from hermes_tools.serve.http import (
     SSE_HEADERS,

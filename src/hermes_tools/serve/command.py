@@ -18,6 +18,7 @@ from hermes_tools._constrain.servers import CONSTRAIN_MODES
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, flag_help, option_flag
 from hermes_tools._render.prompt import SYNTAXES
+from hermes_tools._signals import UpstreamCut
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.limits import LIMIT_HELP, Limits
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
@@ -339,9 +340,7 @@ class WithoutUpstreamCuts(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         kind = record.exc_info[0] if record.exc_info else None
-        if kind is None:
-            return True
-        return f"{kind.__module__}.{kind.__qualname__}" != "hermes_tools.errors.UpstreamCut"
+        return kind is None or not issubclass(kind, UpstreamCut)
 
 
 def log_config(level: str) -> dict[str, Any]:
@@ -449,7 +448,7 @@ def check_response_store(store: ResponseStore, workers: int, log: logging.Logger
 
 async def _ping(store: RedisStore) -> str | None:
     """Why the store does not answer a PING, or None when it does."""
-    from hermes_tools.errors import ResponseStoreUnavailable
+    from hermes_tools._signals import ResponseStoreUnavailable
 
     try:
         await store.ping()

@@ -25,15 +25,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from hermes_tools._policy.drive import alearn_window, astream_reply, awhole_reply
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import (
-    HermesToolsError,
-    IncompleteStreamError,
-    RequestRejected,
-    ToolCallRequiredError,
-    UpstreamCut,
-    UpstreamError,
-    UpstreamEventError,
-)
+from hermes_tools._signals import RequestRejected, UpstreamCut, UpstreamError, UpstreamEventError
+from hermes_tools.errors import HermesToolsError, IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.serve.exchange import EXCHANGE, Exchange, printable, relayed_headers
 from hermes_tools.serve.heap import TRIM_AFTER_BYTES, give_back
 from hermes_tools.serve.limits import check_body, read_body

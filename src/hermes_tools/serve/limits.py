@@ -16,8 +16,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from hermes_tools._signals import RequestRejected
 from hermes_tools._tools.schema_check import MAX_SCHEMA_DEPTH
-from hermes_tools.errors import RequestRejected, ServeConfigError
+from hermes_tools.errors import ServeConfigError
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -30,7 +30,7 @@ from starlette.types import Receive, Send
 
 from hermes_tools._policy.drive import astream_reply, awhole_reply
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import UpstreamError
+from hermes_tools._signals import UpstreamError
 from hermes_tools.serve.exchange import Exchange, relayed_headers
 from hermes_tools.serve.http import (
     SSE_HEADERS,

@@ -25,7 +25,8 @@ import httpx
 from hermes_tools._policy.context_window import Answer, WindowQuestion, aask
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import IncompleteStreamError, UpstreamError, UpstreamEventError
+from hermes_tools._signals import UpstreamError, UpstreamEventError
+from hermes_tools.errors import IncompleteStreamError
 from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.wire import encode_in_pieces

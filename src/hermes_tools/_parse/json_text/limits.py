@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from hermes_tools.errors import ArgumentsProblem
+from hermes_tools._signals import ArgumentsProblem
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,7 +1,8 @@
 """Conversions between LlamaIndex chat messages and the OpenAI shapes of the endpoint layer.
 
 `to_openai_messages` turns LlamaIndex history into OpenAI chat messages (the format engine then
-writes them as text), block by block as LlamaIndex's OpenAI LLM does. `chat_response` turns a
+writes them as text), block by block as LlamaIndex's OpenAI LLM does; `resolve_tool_choice`
+spells a tool choice as OpenAI does. `chat_response` turns a
 whole `chat.completion` (the reply policy's, a plain dict) into a `ChatResponse`;
 `ReplyBuilder` turns streamed chunks into cumulative `ChatResponse`s (each holds the message
 so far and its `delta`), both shaped as `OpenAILike` shapes them: calls are `ToolCallBlock`s
@@ -144,6 +145,17 @@ def _tool_calls_of(message: ChatMessage) -> list[dict[str, Any]]:
             }
         )
     return calls
+
+
+def resolve_tool_choice(
+    choice: str | dict[str, Any] | None, tool_required: bool
+) -> str | dict[str, Any]:
+    """LlamaIndex's tool choice (a name, an OpenAI value, or nothing) as OpenAI spells it."""
+    if choice is None:
+        return "required" if tool_required else "auto"
+    if isinstance(choice, str) and choice not in ("auto", "none", "required"):
+        return {"type": "function", "function": {"name": choice}}
+    return choice
 
 
 # -- OpenAI replies -> ChatResponses ---------------------------------------------------------

@@ -1,7 +1,8 @@
 """Conversions between LangChain messages and the OpenAI shapes of the endpoint layer.
 
 `to_openai_messages` turns a LangChain conversation into OpenAI chat messages (the format
-engine then writes them as text). `chat_result` turns a whole `chat.completion` (the reply
+engine then writes them as text), `openai_tool_choice` and `openai_response_format` the
+request's options. `chat_result` turns a whole `chat.completion` (the reply
 policy's, a plain dict) into a `ChatResult`, as ChatOpenAI does; `ChunkTranslator` turns
 streamed `chat.completion.chunk`s into `AIMessageChunk`s whose sum is the same message. Only
 shapes are mapped here: what a reply holds was decided by the reply policy.
@@ -30,6 +31,7 @@ from langchain_core.messages import (
 from langchain_core.messages.ai import InputTokenDetails, OutputTokenDetails, UsageMetadata
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import BaseModel
 
@@ -67,6 +69,47 @@ def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
             openai_message["status"] = "error"
         converted.append(openai_message)
     return converted
+
+
+def openai_tool_choice(
+    value: dict[str, Any] | str | bool, names: list[str]
+) -> str | dict[str, Any]:
+    """LangChain's tool_choice values as the OpenAI API spells them."""
+    if value is True or value in ("any", "required"):
+        return "required"
+    if value in ("auto", "none"):
+        return str(value)
+    if isinstance(value, str) and value in names:
+        return {"type": "function", "function": {"name": value}}
+    if isinstance(value, Mapping):
+        function = value.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if value.get("type") == "function" and name in names:
+            return dict(value)
+    raise ValueError(
+        f"tool_choice {value!r} is not understood: use 'auto', 'none', 'any', 'required', True, "
+        f"one of the bound tools' names {names}, or "
+        '{"type": "function", "function": {"name": ...}}.'
+    )
+
+
+def openai_response_format(response_format: Any) -> dict[str, Any]:
+    """A `response_format` as the OpenAI API spells it: dicts in its shapes pass as they are;
+    a pydantic class, TypedDict or JSON schema becomes a `json_schema` format, as ChatOpenAI
+    makes it. (The reply policy asks for the JSON in the prompt and reads it back.)"""
+    if isinstance(response_format, Mapping) and "type" in response_format:
+        kind = response_format.get("type")
+        if kind not in ("json_schema", "json_object", "text"):
+            raise ValueError(
+                f"response_format type {kind!r} is not supported; use 'json_schema', "
+                "'json_object', or a pydantic class."
+            )
+        return dict(response_format)
+    schema = convert_to_json_schema(response_format)
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.get("title", "response"), "schema": schema},
+    }
 
 
 # -- OpenAI replies -> LangChain messages ------------------------------------------------------
