@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -157,6 +158,12 @@ def test_old_module_paths_still_import_with_a_deprecation_warning() -> None:
     with pytest.warns(DeprecationWarning, match="hermes_tools._policy.reply"):
         from hermes_tools.client.reply import never_parses  # type: ignore[import-not-found]
     assert never_parses('{"a": "b') == '"]'
+
+
+def test_every_old_module_path_points_at_a_module() -> None:
+    from hermes_tools._moved import MOVED
+
+    assert [new for new in MOVED.values() if importlib.util.find_spec(new) is None] == []
 
 
 def test_the_public_face_is_a_few_modules() -> None:

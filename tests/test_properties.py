@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_tools import ParseResult
-from hermes_tools._parse.json_text.partial import partial_json
+from hermes_tools._json_text.partial import partial_json
 from parser_helpers import check_event_contract, coalesce, run
 
 TOOLS = [
@@ -303,7 +303,7 @@ json_values = st.recursive(
 
 @given(json_values, st.integers(min_value=1, max_value=64))
 def test_canonical_pieces_are_the_canonical_text_in_pieces(value: Any, size: int) -> None:
-    from hermes_tools._parse.json_text.lexer import canonical, canonical_pieces
+    from hermes_tools._json_text.lexer import canonical, canonical_pieces
 
     pieces = list(canonical_pieces(value, size))
     assert "".join(pieces) == canonical(value)

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_tools._json_text.lexer import canonical, canonical_pieces
 from hermes_tools._parse.json_answer import extract_json_answer
-from hermes_tools._parse.json_text.lexer import canonical, canonical_pieces
 from hermes_tools._policy.attempt import MadeCall
 from hermes_tools._policy.prepared import CallPolicy
 from hermes_tools.events import (

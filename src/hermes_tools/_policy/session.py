@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._json_text.lexer import canonical
 from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings, MadeCall
 from hermes_tools._policy.endpoint_use import EndpointUse
 from hermes_tools._policy.envelope import Chunk, ReplyEnvelope
