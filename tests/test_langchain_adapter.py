@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict
 
 from hermes_tools import HermesFormat
-from hermes_tools._policy.reply import never_parses
+from hermes_tools._json_text.closing import never_parses
 from hermes_tools.langchain import ChatHermes, ChunkTranslator, openai_tool_choice
 from hermes_tools.langchain.convert import to_openai_messages
 
