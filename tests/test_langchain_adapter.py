@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict
 
 from hermes_tools import HermesFormat
-from hermes_tools._policy.reply import never_parses
+from hermes_tools._json_text.closing import never_parses
 from hermes_tools.langchain import ChatHermes
 from hermes_tools.langchain._convert import (
     ChunkTranslator,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import subprocess
 import sys
@@ -311,6 +312,12 @@ def test_both_framework_bases_take_the_same_hooks() -> None:
     # What the framework's response carries beside the message, named after its field.
     assert "_response_metadata" in vars(ToolCallingChatModel)
     assert "_response_raw" in vars(ToolCallingLLM)
+
+
+def test_every_old_module_path_points_at_a_module() -> None:
+    from hermes_tools._moved import MOVED
+
+    assert [new for new in MOVED.values() if importlib.util.find_spec(new) is None] == []
 
 
 def test_the_public_face_is_a_few_modules() -> None:

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from hermes_tools import InvalidToolCall, ParseResult
-from hermes_tools._parse.json_text.limits import MAX_DEPTH, MAX_INT_DIGITS
+from hermes_tools._json_text.limits import MAX_DEPTH, MAX_INT_DIGITS
 from parser_helpers import WRITE_FILE, calls_as_dicts, check_all_text, parse_every_way
 
 DAYS = {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hermes_tools import InvalidToolCall
-from hermes_tools._parse.json_text.limits import MAX_REPAIR_CHARS
+from hermes_tools._json_text.limits import MAX_REPAIR_CHARS
 from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
 
 TOOLS = [WEATHER, WRITE_FILE]

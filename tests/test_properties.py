@@ -6,11 +6,14 @@ import json
 from itertools import pairwise
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_tools import ParseResult
-from hermes_tools._parse.json_text.partial import partial_json
+from hermes_tools._json_text.closing import ArgumentsScanner, never_parses
+from hermes_tools._json_text.lexer import JsonLexer, NullSink
+from hermes_tools._json_text.partial import partial_json
 from parser_helpers import check_event_contract, coalesce, run
 
 TOOLS = [
@@ -259,6 +262,53 @@ def test_partial_json_never_invents_anything(value: dict[str, Any], data: Any) -
     assert partial is None or within(partial, value)
 
 
+def _lexer_rejects(text: str) -> bool:
+    """No text that starts with `text` is a value to the package's partial reader: its lexer
+    stops with an error, or before the end (a whole value, then more)."""
+    lexer = JsonLexer(NullSink())
+    end = lexer.feed(text)
+    return lexer.error is not None or end < len(text)
+
+
+@given(
+    st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    st.booleans(),
+    st.sampled_from([None, 1]),
+    st.data(),
+)
+def test_never_parses_makes_any_prefix_of_a_json_object_json_to_no_reader(
+    value: dict[str, Any], ascii_only: bool, indent: int | None, data: Any
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)  # `\u` escapes or not
+    prefix = text[: data.draw(st.integers(0, len(text)))]
+    broken = prefix + never_parses(prefix)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(broken)
+    assert _lexer_rejects(broken)
+    # Fed as it streams, in any pieces, the scanner says the same.
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(prefix)), max_size=6)))
+    scanner = ArgumentsScanner()
+    for start, end in pairwise([0, *cuts, len(prefix)]):
+        scanner.feed(prefix[start:end])
+    assert scanner.never_parses() == never_parses(prefix)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "suffix"),
+    [
+        ("", "}"),
+        ('{"a": [1, {"b": "c', '"]'),
+        ('{"a": "\\', 'x"]'),  # after a backslash: an escape no reader takes, then close
+        ('{"a": "\\u00', '00"]'),  # inside a `\u` escape: finish it, then close
+        ('{"a": "\\\\', '"]'),  # an escaped backslash ends nothing
+        ('{"a": 1}', "}"),
+        ('{"a": [\'x', "}"),  # single quotes are no string to JSON or LangChain
+    ],
+)
+def test_never_parses_closes_what_is_open(prefix: str, suffix: str) -> None:
+    assert never_parses(prefix) == suffix
+
+
 # -- JSON that names no tool ------------------------------------------------------------------
 # A reply that is (or ends with) a short JSON text that is no call: `{}`, `[]`, an object with
 # call-like keys but no bound tool's name. Every character must reach the content, exactly.
@@ -303,7 +353,7 @@ json_values = st.recursive(
 
 @given(json_values, st.integers(min_value=1, max_value=64))
 def test_canonical_pieces_are_the_canonical_text_in_pieces(value: Any, size: int) -> None:
-    from hermes_tools._parse.json_text.lexer import canonical, canonical_pieces
+    from hermes_tools._json_text.lexer import canonical, canonical_pieces
 
     pieces = list(canonical_pieces(value, size))
     assert "".join(pieces) == canonical(value)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import re
 
-from hermes_tools._parse.json_text.lexer import canonical, repair
-from hermes_tools._parse.json_text.limits import nesting_problem
+from hermes_tools._json_text.lexer import canonical, repair
+from hermes_tools._json_text.limits import nesting_problem
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n?```", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)

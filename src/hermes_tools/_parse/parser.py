@@ -71,8 +71,8 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
+from hermes_tools._json_text.lexer import JsonLexer
 from hermes_tools._parse.identity_enum import IdentityEnum
-from hermes_tools._parse.json_text.lexer import JsonLexer
 from hermes_tools._parse.output import EventOutput
 from hermes_tools._parse.pending_call import TRUNCATED
 from hermes_tools._parse.readers.driver import Block

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._json_text.lexer import canonical
 from hermes_tools._policy.attempt import Ask, MadeCall
 from hermes_tools._policy.next_ask import DONE, AttemptOutcome, NextAsk, next_ask, repair_reason
 from hermes_tools._policy.prepared import PreparedRequest

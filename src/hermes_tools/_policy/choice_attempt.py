@@ -26,7 +26,7 @@ import enum
 import json
 from collections.abc import Callable
 
-from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._json_text.lexer import canonical
 from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._policy.attempt import Ask, Findings
 from hermes_tools._policy.prepared import CallPolicy

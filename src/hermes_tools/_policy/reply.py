@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_tools._json_text.closing import ArgumentsScanner, never_parses  # noqa: F401 (old path)
+from hermes_tools._json_text.lexer import canonical, canonical_pieces
 from hermes_tools._parse.json_answer import extract_json_answer
-from hermes_tools._parse.json_text.lexer import canonical, canonical_pieces
 from hermes_tools._policy.attempt import MadeCall
 from hermes_tools._policy.prepared import CallPolicy
 from hermes_tools.events import (
@@ -44,46 +45,6 @@ Delta = dict[str, Any]
 _MADE_LIMIT = 16_000
 
 ONE_CALL_ONLY = "only one call is allowed per reply (parallel_tool_calls=False)"
-
-
-class ArgumentsScanner:
-    """Follows streamed JSON text just enough to say what would close it: whether it is inside
-    a string (and after a backslash), and which brackets are open."""
-
-    __slots__ = ("escaped", "inside", "stack")
-
-    def __init__(self) -> None:
-        self.inside = False
-        self.escaped = False
-        self.stack: list[str] = []
-
-    def feed(self, text: str) -> None:
-        for ch in text:
-            if self.inside:
-                if self.escaped:
-                    self.escaped = False
-                elif ch == "\\":
-                    self.escaped = True
-                elif ch == '"':
-                    self.inside = False
-            elif ch == '"':
-                self.inside = True
-            elif ch in "{[":
-                self.stack.append(ch)
-            elif ch in "}]" and self.stack:
-                self.stack.pop()
-
-    def never_parses(self) -> str:
-        """A suffix after which the text is JSON to no reader, partial ones included: close an
-        open string, then a bracket that does not match."""
-        suffix = ('x"' if self.escaped else '"') if self.inside else ""
-        return suffix + ("]" if self.stack and self.stack[-1] == "{" else "}")
-
-
-def never_parses(arguments: str) -> str:
-    scanner = ArgumentsScanner()
-    scanner.feed(arguments)
-    return scanner.never_parses()
 
 
 @dataclass(slots=True)

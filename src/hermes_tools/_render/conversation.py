@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hermes_tools._parse.json_text.limits import nesting_problem
+from hermes_tools._json_text.limits import nesting_problem
 from hermes_tools._parse.parser import parse
 from hermes_tools._render.neutralize import neutralize_json, neutralize_text
 from hermes_tools._render.prompt import Syntax

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._json_text.lexer import canonical
 from hermes_tools._render.prompt import Syntax
 from hermes_tools.events import ToolCall
 

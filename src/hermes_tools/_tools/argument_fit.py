@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS
+from hermes_tools._json_text.limits import MAX_INT_DIGITS
 from hermes_tools._tools.schema_check import check_arguments
 from hermes_tools._tools.schema_values import value_types
 from hermes_tools._tools.toolbox import resolve_ref

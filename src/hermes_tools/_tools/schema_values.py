@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS, value_problem
-from hermes_tools._parse.json_text.repairs import faithful_repair
+from hermes_tools._json_text.limits import MAX_INT_DIGITS, value_problem
+from hermes_tools._json_text.repairs import faithful_repair
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _CONVERSION_ORDER = ("boolean", "integer", "number", "object", "array")

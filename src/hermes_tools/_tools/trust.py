@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hermes_tools._parse.json_text.repairs import words
+from hermes_tools._json_text.repairs import words
 
 
 class QuotedCalls:

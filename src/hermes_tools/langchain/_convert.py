@@ -35,7 +35,7 @@ from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import BaseModel
 
-from hermes_tools._policy.reply import never_parses
+from hermes_tools._json_text.closing import never_parses
 
 MODEL_PROVIDER = "hermes"
 

@@ -36,7 +36,7 @@ from llama_index.core.tools import ToolSelection
 from openai.types.chat import ChatCompletionMessageToolCall
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
-from hermes_tools._parse.json_text.partial import partial_json
+from hermes_tools._json_text.partial import partial_json
 
 _ROLES = {"chatbot": "assistant", "model": "assistant"}
 

@@ -23,11 +23,11 @@ import enum
 import re
 from typing import TYPE_CHECKING, Any
 
+from hermes_tools._json_text.lexer import MISSING_VALUE, JsonLexer, NullSink, repair
+from hermes_tools._json_text.partial import value_at
+from hermes_tools._json_text.repairs import faithful_repair, usable_reading
+from hermes_tools._json_text.writer import CanonicalWriter
 from hermes_tools._parse.identity_enum import IdentityEnum
-from hermes_tools._parse.json_text.lexer import MISSING_VALUE, JsonLexer, NullSink, repair
-from hermes_tools._parse.json_text.partial import value_at
-from hermes_tools._parse.json_text.repairs import faithful_repair, usable_reading
-from hermes_tools._parse.json_text.writer import CanonicalWriter
 from hermes_tools._parse.pending_call import TRUNCATED, PendingCall
 from hermes_tools._parse.readers.driver import Block, CallReader
 from hermes_tools._parse.tags import BlockEnd, NeedMore, cut_off

@@ -37,9 +37,9 @@ import enum
 import re
 from typing import TYPE_CHECKING
 
+from hermes_tools._json_text.lexer import JsonLexer
+from hermes_tools._json_text.writer import CanonicalWriter
 from hermes_tools._parse.identity_enum import IdentityEnum
-from hermes_tools._parse.json_text.lexer import JsonLexer
-from hermes_tools._parse.json_text.writer import CanonicalWriter
 from hermes_tools._parse.pending_call import TRUNCATED, PendingCall
 from hermes_tools._parse.readers.driver import Block, CallReader
 from hermes_tools._parse.tags import END_TOKENS, NEED_MORE, BlockEnd, NeedMore, TagMatcher

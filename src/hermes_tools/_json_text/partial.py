@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import JsonLexer
+from hermes_tools._json_text.lexer import JsonLexer
 
 
 class _ValueBuilder:

@@ -22,7 +22,7 @@ import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, not in typeshed
 from typing import TYPE_CHECKING
 
-from hermes_tools._parse.json_text.limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
+from hermes_tools._json_text.limits import MAX_INT_DIGITS, MAX_REPAIR_CHARS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -10,7 +10,7 @@ from __future__ import annotations
 from json.encoder import encode_basestring
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import canonical
+from hermes_tools._json_text.lexer import canonical
 
 
 class CanonicalWriter:

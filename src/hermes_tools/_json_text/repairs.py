@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hermes_tools._parse.json_text.lexer import canonical, repair
-from hermes_tools._parse.json_text.limits import value_problem
+from hermes_tools._json_text.lexer import canonical, repair
+from hermes_tools._json_text.limits import value_problem
 
 _BARE_KEY = re.compile(r"[^\s\"':,{}\[\]()\\]+")  # a key json-repair may read without quotes
 # A number, or a word Python would read as one but JSON has not: json-repair reads a bare
