@@ -120,3 +120,29 @@ def test_the_docs_table_lists_every_option() -> None:
     for name in (*FORMAT_OPTIONS, *REPLY_OPTIONS):
         shown = "prompt_template" if name == "template" else name
         assert f"| `{shown}`" in text, name
+
+
+@pytest.mark.parametrize("framework", ["langchain", "llama_index"])
+def test_a_framework_models_client_is_configured_as_the_model(framework: str) -> None:
+    """`model.client` (the wrapped openai client it owns) carries every option the model was
+    given, so calling it directly behaves as the model does."""
+    chosen = {
+        "repair_attempts": 3,
+        "check_grounding": False,
+        "native_tools": "auto",
+        "constrain": "auto",
+        "tool_budget": 900,
+        "context_window": 4096,
+        "pinned_tools": ["Read"],
+    }
+    connection = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"}
+    if framework == "langchain":
+        from hermes_tools.langchain import ChatHermes
+
+        model: Any = ChatHermes(**connection, **chosen)
+    else:
+        from hermes_tools.llama_index import HermesLLM
+
+        model = HermesLLM(**connection, **chosen)
+    expected = ReplyOptions(**{**chosen, "pinned_tools": ("Read",)})
+    assert model.client.reply_options == expected
