@@ -1,7 +1,7 @@
 """Asking the model again: what a reply has left to ask with, what it asked so far, and what
 the next request shows.
 
-After each attempt, `after` reads what the attempt showed (`next_ask.repair_reason`), chooses
+After each attempt, `decide` reads what the attempt showed (`next_ask.repair_reason`), chooses
 the next step (`next_ask.next_ask`), spends the budget, and readies what the next request
 shows: the tools as they must be seen now (`shown_tools`), and the turns after the
 conversation (the rejected attempt and why, or, for a continuation, the calls so far). A
@@ -41,9 +41,10 @@ class AskingAgain:
         self._rejected_text: list[str] = []  # rejected attempts' text, stripped
         self.attempts = 0  # upstream attempts made
 
-    def attempt(self, ask: Ask) -> UpstreamAttempt:
-        """The next attempt, asked for `ask`."""
-        self.attempts += 1
+    def next_attempt(self, ask: Ask, *, counted: bool = True) -> UpstreamAttempt:
+        """The next attempt, asked for `ask`; not `counted` when it sends again a request that
+        failed before it was answered."""
+        self.attempts += counted
         guess_check = self._answers_a_guess_ask
         return UpstreamAttempt(
             self._prepared,
@@ -65,7 +66,7 @@ class AskingAgain:
         about."""
         return self._guess_asks_left > 0 and self._unsaid_asked_about is not None
 
-    def after(self, attempt: UpstreamAttempt) -> NextAsk:
+    def decide(self, attempt: UpstreamAttempt) -> NextAsk:
         """The step after `attempt` (closed, not yet settled); when it asks again, what the
         next request shows is ready."""
         prepared = self._prepared
@@ -82,7 +83,6 @@ class AskingAgain:
             form=prepared.form,
             finish=attempt.finish.get(0),
         )
-        unsaid = findings.unsaid
         step = next_ask(
             AttemptOutcome(
                 reason=reason,
@@ -90,17 +90,18 @@ class AskingAgain:
                 repairs_left=self._repairs_left,
                 answers_a_guess_ask=self._answers_a_guess_ask,
                 ungrounded=bool(findings.ungrounded),
-                guessed_again=bool(unsaid) and set(unsaid) != set(self._unsaid_asked_about or ()),
+                unsaid=frozenset(findings.unsaid),
+                asked_about=frozenset(self._unsaid_asked_about or ()),
+                copied=bool(findings.copied),
                 hiding_copies_is_news=bool(findings.copied)
-                and not unsaid
                 and self._shown.hiding_is_news(findings.copied),
             )
         )
         if step.ask is not None:
-            self._ready(step, attempt)
+            self._prepare_next(step, attempt)
         return step
 
-    def _ready(self, step: NextAsk, attempt: UpstreamAttempt) -> None:
+    def _prepare_next(self, step: NextAsk, attempt: UpstreamAttempt) -> None:
         choice = attempt.choices[0]
         findings = choice.findings
         self._repairs_left -= step.spends_repair
@@ -109,7 +110,7 @@ class AskingAgain:
             # The request again as it was (the rendered tools aside): it does not use up a
             # repair (it happens once per example), so a required call can still be asked for.
             self._shown.hide_examples(findings.copied)
-            rejected = choice.result()
+            rejected = choice.parse_result()
             self.repairs.append({"reply": self._rejected(rejected), "reason": step.reason})
             self._rejected_text.append(rejected.content.strip())
             self.turns = []
@@ -123,7 +124,7 @@ class AskingAgain:
         else:
             self._unsaid_asked_about = list(findings.unsaid) if findings.unsaid else None
             self._shown.show_in_full(findings.invalid_tools)
-            rejected = choice.result()
+            rejected = choice.parse_result()
             self._rejected_text.append(rejected.content.strip())
             written = self._rejected(rejected)
         self.turns += [

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from hermes_tools._json_text.lexer import canonical
 from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._policy.attempt import Ask, Findings
-from hermes_tools._policy.prepared import CallPolicy
+from hermes_tools._policy.prepared import CallRules
 from hermes_tools._policy.reply import (
     ONE_CALL_ONLY,
     ChoiceReply,
@@ -78,7 +78,7 @@ class ChoiceAttempt:
 
     def __init__(
         self,
-        rules: CallPolicy,
+        rules: CallRules,
         reply: ChoiceReply,
         parser: StreamParser,
         ask: Ask,
@@ -108,7 +108,7 @@ class ChoiceAttempt:
             ask is Ask.CONTINUATION or (check_grounding and tentative)
         )
         if not tentative:
-            parser.stop_keeping_calls()  # never written back: see `result`
+            parser.stop_keeping_calls()  # never written back: see `parse_result`
 
     # -- the attempt's state --------------------------------------------------------------------
 
@@ -173,7 +173,7 @@ class ChoiceAttempt:
         return self._take([ReasoningDelta(text)]) if text else []
 
     def upstream_tool_calls(self, deltas: list[Delta]) -> list[Delta]:
-        """Calls the server parsed itself pass through as they are (and settle the attempt)."""
+        """Calls the server parsed itself pass through as they are (and commit the attempt)."""
         if not deltas:
             return []
         out = self._transition(Trigger.COMMIT)
@@ -186,19 +186,20 @@ class ChoiceAttempt:
         assert self._parser is not None
         return self._take(self._parser.close())
 
-    def result(self) -> ParseResult:
+    def parse_result(self) -> ParseResult:
         """What the parser read (after `close`), to write a rejected attempt back; only for an
         attempt that was tentative and made no call it kept."""
         assert self._parser is not None
         return self._parser.result()
 
-    def settle(self, ask_again: bool, repeated: Callable[[str], bool]) -> list[Delta]:
-        """The attempt is over: drop what was held if it is asked again, else release it.
-        `repeated(text)` says whether an earlier attempt already wrote `text`."""
+    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[Delta]:
+        """The attempt is over: drop what was held if it is rejected (asked again in its
+        place), else release it. `repeated(text)` says whether an earlier attempt already
+        wrote `text`."""
         held, self._held = self._held, []
         self._transition(Trigger.SETTLE)
         parser, self._parser = self._parser, None
-        if ask_again:
+        if rejected:
             return []
         after_end = parser.after_end if parser is not None else None
         if after_end:

@@ -46,14 +46,15 @@ class AsyncTransport(Protocol):
 def send_again(session: ReplySession, error: BaseException) -> bool:
     """Whether a request that failed before any of its reply went out is sent again: the tools
     went natively and were refused, or a constraint went with it (now sent without one)."""
-    endpoint = session.endpoint
+    endpoint = session.endpoint_use
     if endpoint.native and refuses_tools(error):
         endpoint.native_refused()
-        return True
-    if endpoint.constrained:
+    elif endpoint.constrained:
         endpoint.constraint_failed()
-        return True
-    return False
+    else:
+        return False
+    session.send_again()
+    return True
 
 
 def learn_window(session: ReplySession, transport: object) -> None:
@@ -74,7 +75,7 @@ async def alearn_window(session: ReplySession, transport: object) -> None:
 def probe(session: ReplySession, transport: Transport) -> None:
     """Find out what the endpoint constrains, where the session needs to know (before any
     attempt: the first, or the one after the tools sent natively were refused)."""
-    endpoint = session.endpoint
+    endpoint = session.endpoint_use
     if not endpoint.needs_probe:
         return
     answered = False
@@ -93,7 +94,7 @@ def probe(session: ReplySession, transport: Transport) -> None:
 
 
 async def aprobe(session: ReplySession, transport: AsyncTransport) -> None:
-    endpoint = session.endpoint
+    endpoint = session.endpoint_use
     if not endpoint.needs_probe:
         return
     answered = False

@@ -89,8 +89,14 @@ class EndpointUse:
         and model."""
         self.probed(None)
 
-    def constraint_fields(self) -> dict[str, Any] | None:
-        """What the next request carries to constrain the reply (None: nothing)."""
+    def constraint_for_request(self) -> dict[str, Any] | None:
+        """What the next request carries to constrain the reply (None: nothing; a request with
+        native tools carries none), noted in `constrained`."""
+        fields = None if self.native else self._constraint_fields()
+        self.constrained = fields is not None
+        return fields
+
+    def _constraint_fields(self) -> dict[str, Any] | None:
         c = self._constrain
         if c is None:
             return None

@@ -20,6 +20,8 @@ Chunk = dict[str, Any]  # a `chat.completion.chunk`
 
 
 class ReplyEnvelope:
+    """A reply's id, creation time, model and usage, and the chunks and completion they wrap."""
+
     def __init__(self, model: str) -> None:
         self._metadata: dict[str, Any] = {
             "id": "chatcmpl-" + os.urandom(12).hex(),
@@ -64,8 +66,6 @@ class ReplyEnvelope:
         replies: dict[int, ChoiceReply],
         finish: Mapping[int, str | None],
         repairs: list[dict[str, str]],
-        *,
-        usage: bool = True,
     ) -> list[Chunk]:
         """The chunks that end a streamed reply: each choice's extension fields and finish
         reason, then the usage."""
@@ -77,7 +77,7 @@ class ReplyEnvelope:
             )
             for index, reply in sorted(replies.items())
         ]
-        if usage and self.usage is not None:
+        if self.usage is not None:
             out.append({**self.body("chat.completion.chunk"), "choices": [], "usage": self.usage})
         return out
 

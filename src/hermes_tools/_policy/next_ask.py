@@ -11,7 +11,8 @@ attempt showed and what is left of the budget, the one next step:
 |   ... no repair left                                  | none: done    |         |
 | answers "nobody said that" with other made-up values  | REPAIR        | guess   |
 | answers "nobody said that" with the same values       | none: done    |         |
-| copied its tool's example, and hiding it is news      | AFRESH        |         |
+| copied its tool's example (and made up nothing else), | AFRESH        |         |
+|   and the model still sees the example                |               |         |
 | anything else to ask about, a repair left             | REPAIR        | repair  |
 | anything else to ask about, no repair left            | none: done    |         |
 
@@ -38,9 +39,11 @@ class AttemptOutcome:
     continuable: bool  # kept valid calls beside unusable ones
     repairs_left: int
     answers_a_guess_ask: bool  # the attempt answers "nobody said that" (a guess ask is left)
-    ungrounded: bool  # it made calls of values nobody said (or copied)
-    guessed_again: bool  # ... and they are other values than those asked about
-    hiding_copies_is_news: bool  # it copied examples that the model still sees
+    ungrounded: bool  # it made calls of values nobody said, or copied
+    unsaid: frozenset[str]  # the values its calls used that nobody said
+    asked_about: frozenset[str]  # the values the repair it answers asked about
+    copied: bool  # its calls copied examples from their tools' descriptions
+    hiding_copies_is_news: bool  # taking those examples out changes what the model sees
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +67,11 @@ def next_ask(outcome: AttemptOutcome) -> NextAsk:
             return DONE
         return NextAsk(Ask.CONTINUATION, reason, spends_repair=True)
     if outcome.answers_a_guess_ask and outcome.ungrounded:
-        if not outcome.guessed_again:
+        guessed_again = bool(outcome.unsaid) and outcome.unsaid != outcome.asked_about
+        if not guessed_again:
             return DONE
         return NextAsk(Ask.REPAIR, f"{reason} {sentences.NO_MORE_GUESSES}", spends_guess=True)
-    if outcome.hiding_copies_is_news:
+    if outcome.copied and not outcome.unsaid and outcome.hiding_copies_is_news:
         return NextAsk(Ask.AFRESH, reason)
     if outcome.repairs_left > 0:
         return NextAsk(Ask.REPAIR, reason, spends_repair=True)

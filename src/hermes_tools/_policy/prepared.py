@@ -32,7 +32,7 @@ from hermes_tools.format import HermesFormat
 
 
 @dataclass(frozen=True, slots=True)
-class CallPolicy:
+class CallRules:
     """What the request allows: whether calls may be made, which tool, and how many; which
     tools exist and the schemas their arguments must fit."""
 
@@ -45,13 +45,16 @@ class CallPolicy:
 
 @dataclass(frozen=True)
 class PreparedRequest:
+    """What every attempt at a request's reply shares (see the module comment). Frozen: its
+    containers are never changed after `prepare` made them."""
+
     fmt: HermesFormat
     options: ReplyOptions
     original: Mapping[str, Any]  # the request as it came (sent as it is with native tools)
     model: str
     toolbox: Toolbox
     choice: ToolChoice
-    rules: CallPolicy  # what calls the request allows, and how they are checked
+    rules: CallRules  # what calls the request allows, and how they are checked
     parallel: bool | None  # the request's `parallel_tool_calls`, as given
     # Calls are read whenever tools are in play, even where none may be made, so that a model
     # copying the history's calls does not put call markup in the content.
@@ -84,19 +87,19 @@ def prepare(
         choice_value = "none"  # only the history uses tools: render it, allow no call
     choice = fmt.tool_choice(toolbox, choice_value)
     parallel = request.get("parallel_tool_calls")
-    messages = request.get("messages") or []
+    conversation = request.get("messages") or []  # as the caller wrote it
     n = request.get("n")
     can_repair = (n is None or n == 1) and choice.mode != "none"
-    repairs = options.repair_attempts > 0
+    may_repair = options.repair_attempts > 0
     grounding = (
-        Grounding(conversation_texts(messages))
-        if options.check_grounding and repairs and choice.mode != "none"
+        Grounding(conversation_texts(conversation))
+        if options.check_grounding and may_repair and choice.mode != "none"
         else None
     )
     # Where a call is required, a call of values nobody said is not asked about (the model
     # may not answer instead); a copied example still is.
     ask_unsaid = choice.mode == "auto" and choice.name is None
-    rules = CallPolicy(choice, parallel is False, toolbox, grounding, ask_unsaid)
+    rules = CallRules(choice, parallel is False, toolbox, grounding, ask_unsaid)
     upstream = {k: v for k, v in request.items() if k not in TOOL_PARAMETERS}
     stops = stop_sequences(upstream.get("stop"))
     if toolbox and choice.mode != "none":
@@ -106,9 +109,10 @@ def prepare(
         upstream["stop"] = with_stop(with_stop(request.get("stop"), result_tag), RESULT_HEAD)
         stops = list(dict.fromkeys([*stop_sequences(upstream["stop"]), result_tag, RESULT_HEAD]))
     json_answer, schema = json_answer_request(request.get("response_format"))
+    chat = conversation  # what is rendered: with a JSON answer's instructions
     if json_answer:
         del upstream["response_format"]
-        messages = with_instructions(messages, sentences.json_answer_instructions(schema))
+        chat = with_instructions(conversation, sentences.json_answer_instructions(schema))
     return PreparedRequest(
         fmt=fmt,
         options=options,
@@ -119,11 +123,11 @@ def prepare(
         rules=rules,
         parallel=parallel,
         parse_calls=uses_tools(request),
-        chat=list(messages),
+        chat=list(chat),
         upstream=upstream,
         stops=tuple(stops),
         caller_stops=frozenset(stop_sequences(request.get("stop"))),
-        quoted=QuotedCalls(conversation_texts(request.get("messages") or [])),
+        quoted=QuotedCalls(conversation_texts(conversation)),
         json_answer=json_answer,
         aggregate=aggregate,
         can_repair=can_repair,

@@ -1,7 +1,7 @@
 """One choice's reply as it goes out, over all its attempts: what was released, as OpenAI deltas.
 
-This module, `choice_attempt.py` and `session.py` are the one place where reply policy lives;
-`wrap()` users and both framework adapters get it from here.
+The reply policy lives in `_policy` alone (see `session`); `wrap()` users, both framework
+adapters and the proxy get it from there.
 
 Calls go on the wire as `tool_calls` entries with contiguous indexes, as OpenAI sends them, and
 only valid calls stay in the non-streamed message. Every invalid call is listed with its error
@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools._json_text.closing import ArgumentsScanner, never_parses  # noqa: F401 (old path)
+from hermes_tools._json_text.closing import ArgumentsScanner, never_parses  # noqa: F401 (kept for the deprecated alias hermes_tools.client.reply)
 from hermes_tools._json_text.lexer import canonical, canonical_pieces
 from hermes_tools._parse.json_answer import extract_json_answer
 from hermes_tools._policy.attempt import MadeCall
-from hermes_tools._policy.prepared import CallPolicy
+from hermes_tools._policy.prepared import CallRules
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -81,7 +81,7 @@ class ChoiceReply:
     it keeps only what the next deltas need.
     """
 
-    def __init__(self, rules: CallPolicy, *, aggregate: bool, json_answer: bool = False) -> None:
+    def __init__(self, rules: CallRules, *, aggregate: bool, json_answer: bool = False) -> None:
         self._rules = rules
         self._aggregate = aggregate
         self._json_answer = json_answer

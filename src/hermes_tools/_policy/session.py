@@ -67,10 +67,10 @@ class ReplySession:
         `server_window`: the model's context window as its server says, if it does."""
         self._prepared = prepared = prepare(request, fmt, options, aggregate=aggregate)
         self._shown = ShownTools(prepared, server_window)
-        self.endpoint = EndpointUse(prepared, endpoint)
+        self.endpoint_use = EndpointUse(prepared, endpoint)
         self._replies: dict[int, ChoiceReply] = {}
         self._asking = AskingAgain(prepared, self._shown, self._replies)
-        self._attempt = self._asking.attempt(Ask.FIRST)
+        self._attempt = self._asking.next_attempt(Ask.FIRST)
         self._over = False  # the reply is over: nothing more is asked
         self._envelope = ReplyEnvelope(prepared.model)
         self._announced: set[int] = set()
@@ -80,25 +80,22 @@ class ReplySession:
     def request(self) -> dict[str, Any]:
         """The body of the next upstream request: plain chat, the tools in the prompt (or,
         for a first attempt with native tools, the request as it came)."""
-        endpoint = self.endpoint
-        if endpoint.native:
-            endpoint.constrained = False
+        fields = self.endpoint_use.constraint_for_request()
+        if self.endpoint_use.native:
             return dict(self._prepared.original)
         messages = self._shown.conversation() + self._asking.turns
         body = {**self._prepared.upstream, "messages": messages}
-        fields = endpoint.constraint_fields()
-        endpoint.constrained = fields is not None
         return body if fields is None else {**body, **fields}
 
-    @property
-    def native(self) -> bool:
-        """Whether the next request sends the tools natively (see `endpoint_use`)."""
-        return self.endpoint.native
+    def send_again(self) -> None:
+        """The request failed before it was answered and goes again (see `drive.send_again`):
+        a fresh attempt, so nothing the failed one read stays."""
+        self._attempt = self._asking.next_attempt(self._attempt.ask, counted=False)
 
     @property
     def constrained(self) -> bool:
         """Whether the last request went out with a constraint."""
-        return self.endpoint.constrained
+        return self.endpoint_use.constrained
 
     @property
     def model(self) -> str:
@@ -175,7 +172,7 @@ class ReplySession:
         if self._over or self._attempt.ask is not Ask.CONTINUATION:
             return None
         self._over = True  # what the continuation held is dropped with it
-        return self._envelope.last_chunks(self._replies, {}, self._asking.repairs, usage=False)
+        return self._envelope.last_chunks(self._replies, {}, self._asking.repairs)
 
     # -- whole --------------------------------------------------------------------------------
 
@@ -201,16 +198,16 @@ class ReplySession:
     def _end_attempt(self) -> tuple[list[tuple[int, Delta]], bool]:
         """End the attempt under way; start the next one if the policy asks again."""
         attempt = self._attempt
-        out, step = attempt.end(self._asking.after, self._asking.repeated)
-        if self.endpoint.native:
+        out, step = attempt.end(self._asking.decide, self._asking.repeated)
+        if self.endpoint_use.native:
             native_calls = any(reply.native_tool_calls for reply in self._replies.values())
-            self.endpoint.native_attempt_ended(native_calls, attempt.calls_in_text)
+            self.endpoint_use.native_attempt_ended(native_calls, attempt.calls_in_text)
         if step.ask is None:
             self._over = True
             if self._prepared.choice.mode == "required":
                 self._check_required()
             return out, False
-        self._attempt = self._asking.attempt(step.ask)
+        self._attempt = self._asking.next_attempt(step.ask)
         return out, True
 
     def _check_required(self) -> None:

@@ -37,7 +37,7 @@ class UpstreamAttempt:
         self._check_grounding = check_grounding
         self.choices: dict[int, ChoiceAttempt] = {}
         self._cutters: dict[int, StopCutter] = {}
-        self.finish: dict[int, str | None] = {}  # choice -> its finish reason, once it ended
+        self.finish: dict[int, str] = {}  # choice -> its finish reason, once it ended
         self.stopped_at: dict[int, str] = {}  # choice -> the caller's stop sequence it ended at
         self._stopped = 0  # choices that reached a stop sequence
 
