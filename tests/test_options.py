@@ -14,11 +14,12 @@ from openai import OpenAI
 
 import hermes_tools
 from hermes_tools._adapters.settings import HermesSettings, ToolCallingSettings
+from hermes_tools._model_rules import OPTION_TYPES
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, http_only, option_flag
 from hermes_tools.cli import _arguments as build_parser
 from hermes_tools.errors import FormatOptionError, ServeConfigError
 from hermes_tools.format import FORMAT_OPTIONS
-from hermes_tools.serve.settings import OPTION_TYPES, ServeSettings
+from hermes_tools.serve.settings import ServeSettings
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "options.md"
 

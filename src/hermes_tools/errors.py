@@ -58,6 +58,11 @@ class IncompleteStreamError(HermesToolsError):
     """The endpoint's stream ended before the reply was finished."""
 
 
+class ProfileError(HermesToolsError, ValueError):
+    """A profile (`profile=`, `HERMES_PROFILE`) that cannot be read: not TOML, or an option that
+    does not exist or cannot be; the message names the file and the line."""
+
+
 class ServeConfigError(HermesToolsError, ValueError):
     """`hermes-tools serve` was started with options or a config file that cannot work."""
 
@@ -112,6 +117,7 @@ __all__ = [
     "LocalModelError",
     "MessageFormatError",
     "ParserClosedError",
+    "ProfileError",
     "ResultNotKeptError",
     "ServeConfigError",
     "ToolCallRequiredError",
