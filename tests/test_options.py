@@ -34,11 +34,13 @@ def test_the_framework_models_carry_every_option_with_its_default() -> None:
         field = HermesSettings.model_fields[name]
         assert field.get_default() == getattr(defaults, name), name
     format_fields = {"prompt_template" if o == "template" else o for o in FORMAT_OPTIONS}
-    assert in_process == format_fields | {n for n in REPLY_OPTIONS if not http_only(n)}
+    profile = {"tool_profile"}  # where the options not given come from
+    assert in_process == format_fields | {n for n in REPLY_OPTIONS if not http_only(n)} | profile
 
 
 def test_wrap_takes_every_option_with_its_default() -> None:
     parameters = inspect.signature(hermes_tools.wrap).parameters
+    assert parameters["tool_profile"].default is None
     defaults = ReplyOptions()
     for name in REPLY_OPTIONS:
         expected = getattr(defaults, name)

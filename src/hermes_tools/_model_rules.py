@@ -4,9 +4,10 @@ A rule is a `[[models]]` table with a shell-style `match` pattern and options: t
 (`HermesFormat`), the reply policy's (`ReplyOptions`), and the proxy's own (`upstream_model`,
 `sampling`, `parse_without_tools`). `[format]` gives options for every model, and the first rule
 whose pattern matches a model's name adds its own over them. The proxy's config file
-(`hermes-tools serve --config`) is read this way, and so is a profile (`profile=`, or the
-`HERMES_PROFILE` environment variable, on `wrap()` and the framework models), which `hermes-tools
-doctor --calibrate --write` writes for one model: the same file serves both. Every option is
+(`hermes-tools serve --config`) is read this way, and so is a tool-calling profile
+(`tool_profile=`, or the `HERMES_PROFILE` environment variable, on `wrap()` and the framework
+models), which `hermes-tools doctor --calibrate --write` writes for one model: the same file
+serves both. Every option is
 checked when the file is read, so that a typo stops with the line and the known options rather
 than failing requests later.
 """
@@ -257,6 +258,7 @@ def load_profile(path: str) -> Profile:
 
 def _line_of(text: str, key: str) -> int:
     """The line where `key` is first set in a TOML text (0 when it cannot be found)."""
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*[=.\]]", re.MULTILINE)
-    found = pattern.search(text) or re.search(rf"^\s*\[+\s*{re.escape(key)}\b", text, re.M)
+    pattern = re.compile(rf"^[ \t]*[\"']?{re.escape(key)}[\"']?[ \t]*[=.\]]", re.MULTILINE)
+    table = re.compile(rf"^[ \t]*\[+[ \t]*{re.escape(key)}\b", re.MULTILINE)
+    found = pattern.search(text) or table.search(text)
     return text.count("\n", 0, found.start()) + 1 if found else 0

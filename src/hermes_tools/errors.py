@@ -59,8 +59,9 @@ class IncompleteStreamError(HermesToolsError):
 
 
 class ProfileError(HermesToolsError, ValueError):
-    """A profile (`profile=`, `HERMES_PROFILE`) that cannot be read: not TOML, or an option that
-    does not exist or cannot be; the message names the file and the line."""
+    """A tool-calling profile (`tool_profile=`, `HERMES_PROFILE`) that cannot be read: not
+    TOML, or an option that does not exist or cannot be; the message names the file and the
+    line."""
 
 
 class ServeConfigError(HermesToolsError, ValueError):
