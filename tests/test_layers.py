@@ -48,17 +48,19 @@ FLOORS: dict[str, int] = {
     "format": 8,
     # the reply policy
     "_policy": 9,
+    # the options per model a TOML file gives (profiles, the proxy's config)
+    "_model_rules": 10,
     # transports and entry points over the policy
-    "client": 10,
-    "serve": 10,
-    "local": 10,
+    "client": 11,
+    "serve": 11,
+    "local": 11,
     # the framework options (made from wrap()'s), the diagnosis command
-    "_adapters": 11,
-    "_doctor": 11,
+    "_adapters": 12,
+    "_doctor": 12,
     # the framework entry points, the command line
-    "langchain": 12,
-    "llama_index": 12,
-    "cli": 12,
+    "langchain": 13,
+    "llama_index": 13,
+    "cli": 13,
 }
 TOP = frozenset({"__init__"})
 

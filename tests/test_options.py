@@ -14,11 +14,12 @@ from openai import OpenAI
 
 import hermes_tools
 from hermes_tools._adapters.settings import HermesSettings, ToolCallingSettings
+from hermes_tools._model_rules import OPTION_TYPES
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, http_only, option_flag
 from hermes_tools.cli import _arguments as build_parser
 from hermes_tools.errors import FormatOptionError, ServeConfigError
 from hermes_tools.format import FORMAT_OPTIONS
-from hermes_tools.serve.settings import OPTION_TYPES, ServeSettings
+from hermes_tools.serve.settings import ServeSettings
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "options.md"
 
@@ -33,11 +34,13 @@ def test_the_framework_models_carry_every_option_with_its_default() -> None:
         field = HermesSettings.model_fields[name]
         assert field.get_default() == getattr(defaults, name), name
     format_fields = {"prompt_template" if o == "template" else o for o in FORMAT_OPTIONS}
-    assert in_process == format_fields | {n for n in REPLY_OPTIONS if not http_only(n)}
+    profile = {"tool_profile"}  # where the options not given come from
+    assert in_process == format_fields | {n for n in REPLY_OPTIONS if not http_only(n)} | profile
 
 
 def test_wrap_takes_every_option_with_its_default() -> None:
     parameters = inspect.signature(hermes_tools.wrap).parameters
+    assert parameters["tool_profile"].default is None
     defaults = ReplyOptions()
     for name in REPLY_OPTIONS:
         expected = getattr(defaults, name)

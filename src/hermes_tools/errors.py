@@ -58,6 +58,12 @@ class IncompleteStreamError(HermesToolsError):
     """The endpoint's stream ended before the reply was finished."""
 
 
+class ProfileError(HermesToolsError, ValueError):
+    """A tool-calling profile (`tool_profile=`, `HERMES_PROFILE`) that cannot be read: not
+    TOML, or an option that does not exist or cannot be; the message names the file and the
+    line."""
+
+
 class ServeConfigError(HermesToolsError, ValueError):
     """`hermes-tools serve` was started with options or a config file that cannot work."""
 
@@ -112,6 +118,7 @@ __all__ = [
     "LocalModelError",
     "MessageFormatError",
     "ParserClosedError",
+    "ProfileError",
     "ResultNotKeptError",
     "ServeConfigError",
     "ToolCallRequiredError",

@@ -10,14 +10,17 @@ and in `HermesFormat`, so that a model's constructor shows them; a test keeps th
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from hermes_tools._model_rules import load_profile
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
+from hermes_tools.client.profile import profile_path
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
 from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 
@@ -54,6 +57,29 @@ class ToolCallingSettings(BaseModel):
     says, else 8,192)."""
     pinned_tools: tuple[str, ...] = ()
     """Tools always shown in full, whatever the tool budget."""
+    tool_profile: str | None = None
+    """A tool-calling profile, a TOML file (`hermes-tools doctor --calibrate --write`, or a
+    `hermes-tools serve --config` file): the options its rule for this model sets, where they
+    are not given here. Default: the `HERMES_PROFILE` environment variable's. (Not `profile`:
+    LangChain's chat models have that field, for the model's capabilities.)"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_options(cls, values: Any) -> Any:
+        """The profile's options for this model, where the caller gave none (given ones, also
+        inside `model_kwargs`, win); read at construction, so a bad profile fails here."""
+        if not isinstance(values, dict):
+            return values
+        path = profile_path(values.get("tool_profile"))
+        if path is None:
+            return values
+        given = set(values) | set(values.get("model_kwargs") or ())
+        filled = {**values, "tool_profile": path}
+        for name, value in load_profile(path).options_for(_model_name(values)).items():
+            field = "prompt_template" if name == "template" else name
+            if field in cls.model_fields and field not in given:
+                filled[field] = value
+        return filled
 
     @model_validator(mode="after")
     def _check_format(self) -> ToolCallingSettings:
@@ -124,3 +150,22 @@ class HermesSettings(ToolCallingSettings):
     async def aclose(self) -> None:
         """Close the sync client and this event loop's async client."""
         await self._clients.aclose()
+
+
+def _model_name(values: dict[str, Any]) -> str | None:
+    """The name of the model being configured, which a profile's rules are matched against: a
+    name given (`model`, `model_name`), or the name of the model object wrapped (`model` or
+    `llm`): its `model_name` or `model`, or its GGUF file's name from `model_path`, as
+    llama.cpp's classes have."""
+    for key in ("model_name", "model", "llm"):
+        value = values.get(key)
+        if isinstance(value, str):
+            return value
+        for attribute in ("model_name", "model"):
+            name = getattr(value, attribute, None)
+            if isinstance(name, str):
+                return name
+        path = getattr(value, "model_path", None)
+        if isinstance(path, str) and path:
+            return PurePath(path).stem
+    return None

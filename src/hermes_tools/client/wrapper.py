@@ -8,9 +8,11 @@ SDK's retries, timeouts and exceptions are exactly the caller's.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -26,9 +28,10 @@ from hermes_tools._policy.drive import (
     stream_reply,
     whole_reply,
 )
-from hermes_tools._policy.options import ReplyOptions, ToolBudget
+from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, ToolBudget
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
+from hermes_tools.client.profile import ProfileOptions, profile_path
 from hermes_tools.client.transport import (
     REQUEST_FAILED,
     AsyncOpenAITransport,
@@ -50,6 +53,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 ClientT = TypeVar("ClientT", OpenAI, AsyncOpenAI)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _UNSUPPORTED = {
     "parse": "chat.completions.parse",
@@ -68,11 +73,13 @@ class _Wrapper(Generic[ClientT]):
         fmt: HermesFormat,
         reply: ReplyOptions,
         parse_without_tools: bool,
+        profile: ProfileOptions | None = None,
     ) -> None:
         self._client: ClientT = client
         self._format = fmt
         self._reply = reply
         self._parse_without_tools = parse_without_tools
+        self._profile = profile
         completions = _Namespace(client.chat.completions, create=self._create)
         self.chat = _Namespace(client.chat, completions=completions)
 
@@ -92,6 +99,7 @@ class _Wrapper(Generic[ClientT]):
 
     @property
     def format(self) -> HermesFormat:
+        """The format of requests (with a profile: of those for a model no rule names)."""
         return self._format
 
     def __getattr__(self, name: str) -> Any:
@@ -102,24 +110,36 @@ class _Wrapper(Generic[ClientT]):
         request = plain_request(kwargs)
         if not (self._parse_without_tools or uses_tools(request)):
             return None
+        fmt, reply = self._format, self._reply
+        if self._profile is not None:
+            fmt, reply = self._profile.options_for(str(request.get("model") or ""))
         return ReplySession(
             request,
-            self._format,
-            self._reply,
+            fmt,
+            reply,
             aggregate=request.get("stream") is not True,
             endpoint=str(self._client.base_url),
         )
 
     @property
     def reply_options(self) -> ReplyOptions:
-        """The reply policy's options this client was wrapped with."""
+        """The reply policy's options this client was wrapped with (with a profile: those of
+        requests for a model no rule names)."""
         return self._reply
+
+    def options_for(self, model: str) -> tuple[HermesFormat, ReplyOptions]:
+        """The format and reply options a request for `model` gets (the profile's rule for
+        it, under the options given to `wrap()`)."""
+        if self._profile is None:
+            return self._format, self._reply
+        return self._profile.options_for(model)
 
     def _options(self) -> dict[str, Any]:
         return {
             "fmt": self._format,
             "reply": self._reply,
             "parse_without_tools": self._parse_without_tools,
+            "profile": self._profile,
         }
 
 
@@ -259,6 +279,18 @@ class AsyncHermesStream:
             await aclose()
 
 
+def _noting_keywords(function: Callable[P, R]) -> Callable[P, R]:
+    """Calls `function` with `_given`, the keywords its caller passed, among its
+    `**format_options`: a profile sets only the options not given."""
+
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        noted: Any = function  # `_given` reaches it among its **format_options
+        return noted(*args, **kwargs, _given=frozenset(kwargs))  # type: ignore[no-any-return]
+
+    return call
+
+
 @overload
 def wrap(
     client: OpenAI,
@@ -272,6 +304,7 @@ def wrap(
     tool_budget: ToolBudget = ...,
     context_window: int | None = ...,
     pinned_tools: Sequence[str] = ...,
+    tool_profile: str | os.PathLike[str] | None = ...,
     **format_options: Any,
 ) -> HermesOpenAI: ...
 @overload
@@ -287,10 +320,12 @@ def wrap(
     tool_budget: ToolBudget = ...,
     context_window: int | None = ...,
     pinned_tools: Sequence[str] = ...,
+    tool_profile: str | os.PathLike[str] | None = ...,
     **format_options: Any,
 ) -> AsyncHermesOpenAI: ...
 
 
+@_noting_keywords
 def wrap(
     client: OpenAI | AsyncOpenAI,
     format: HermesFormat | None = None,
@@ -303,6 +338,7 @@ def wrap(
     tool_budget: ToolBudget = "auto",
     context_window: int | None = None,
     pinned_tools: Sequence[str] = (),
+    tool_profile: str | os.PathLike[str] | None = None,
     **format_options: Any,
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
@@ -338,7 +374,13 @@ def wrap(
     `tool_choice` names, tools the conversation called and `pinned_tools` are always in full.
     "auto" is a twentieth of the model's context window: `context_window` if given, else what
     the server says, else 8,192. None shows every tool in full.
+
+    `tool_profile`: a tool-calling profile, a TOML file (`hermes-tools doctor --calibrate
+    --write`, or a `hermes-tools serve --config` file): each request gets the options of the
+    profile's rule for its `model`, except those given here. Default: the `HERMES_PROFILE`
+    environment variable's.
     """
+    given: frozenset[str] = format_options.pop("_given", frozenset())
     if format is not None and format_options:
         raise FormatOptionError(
             "Pass either a HermesFormat or format options as keywords, not both."
@@ -355,10 +397,22 @@ def wrap(
         context_window=context_window,
         pinned_tools=pinned_tools,
     )
+    path = profile_path(tool_profile)
+    options = None
+    if path is not None:
+        keywords = {**format_options, "check_grounding": check_grounding, **_reply_keywords(reply)}
+        chosen = {name: keywords[name] for name in keywords if name in given}
+        options = ProfileOptions.load(path, format, chosen)
+        fmt, reply = options.options_for(None)
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, fmt, reply, parse_without_tools)
+        return AsyncHermesOpenAI(client, fmt, reply, parse_without_tools, options)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, fmt, reply, parse_without_tools)
+        return HermesOpenAI(client, fmt, reply, parse_without_tools, options)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )
+
+
+def _reply_keywords(reply: ReplyOptions) -> dict[str, Any]:
+    """The reply options as `wrap()`'s keywords (check_grounding aside: None is its default)."""
+    return {name: getattr(reply, name) for name in REPLY_OPTIONS if name != "check_grounding"}

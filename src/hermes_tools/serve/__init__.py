@@ -12,6 +12,7 @@ Importing this package imports no server stack: `settings` and `command` are pla
 only the app and its fronts (built when the server starts) import Starlette and httpx.
 """
 
-from hermes_tools.serve.settings import ModelRule, ServeSettings, load_config
+from hermes_tools._model_rules import ModelRule
+from hermes_tools.serve.settings import ServeSettings, load_config
 
 __all__ = ["ModelRule", "ServeSettings", "load_config"]

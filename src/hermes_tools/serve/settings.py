@@ -41,64 +41,21 @@ to the workers as JSON in an environment variable.
 from __future__ import annotations
 
 import json
-import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
-from hermes_tools.errors import HermesToolsError, ServeConfigError
-from hermes_tools.format import HermesFormat
+from hermes_tools._model_rules import (
+    EndpointOptions,
+    ModelRule,
+    endpoint_options,
+    model_rule,
+    read_toml,
+)
+from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.limits import Limits
 
-# Every option a model rule may set, and the types its value may have: the format's, the reply
-# policy's (declared in `ReplyOptions`), and the proxy's own.
-OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    "syntax": (str,),
-    "call_tag": (str,),
-    "response_tag": (str,),
-    "instructions": (str,),
-    "template": (str,),
-    "tool_result_role": (str,),
-    "system_prompt_in_user": (bool,),
-    "raw_json": (bool,),
-    "think_open": (bool,),
-    "repair_attempts": (int,),
-    "check_grounding": (bool,),
-    "native_tools": (str,),
-    "constrain": (str,),
-    "tool_budget": (str, int),
-    "context_window": (int,),
-    "pinned_tools": (list,),
-    "parse_without_tools": (bool,),
-    "upstream_model": (str,),
-    "sampling": (dict,),
-}
-# How a config's values are named in its messages (TOML's words, not Python's).
-_KINDS = {
-    str: "a string",
-    int: "a whole number",
-    bool: "true or false",
-    list: "a list",
-    dict: "a table",
-}
-_NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model", "sampling")
-# What `sampling` may set: the chat-completions request's sampling fields, and those the
-# common local servers (llama.cpp, vLLM, Ollama's OpenAI routes) read beside them.
-SAMPLING_FIELDS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "seed",
-    "presence_penalty",
-    "frequency_penalty",
-    "repeat_penalty",
-)
-_WHOLE_SAMPLING_FIELDS = ("top_k", "seed")
 _CONFIG_KEYS = (
     "upstream",
     "timeout",
@@ -115,30 +72,6 @@ DEFAULT_STORED_RESPONSES = 100
 DEFAULT_STORED_RESPONSES_BYTES = 256 * 1024 * 1024
 _SHARED_STORES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
-
-
-@dataclass(frozen=True)
-class EndpointOptions:
-    """The format and reply policy for the requests one rule covers."""
-
-    format: HermesFormat
-    reply: ReplyOptions = field(default_factory=ReplyOptions)
-    parse_without_tools: bool = False
-    # The model name the upstream is asked for (None: the client's, as it came).
-    upstream_model: str | None = None
-    # Sampling fields the upstream request gets where the client's sets none.
-    sampling: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ModelRule:
-    """Format options for the models whose name matches `match`."""
-
-    match: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    def matches(self, model: str) -> bool:
-        return fnmatchcase(model.casefold(), self.match.casefold())
 
 
 @dataclass(frozen=True)
@@ -199,12 +132,12 @@ class ServeSettings:
                 "reject_unmatched_models needs [[models]] rules: without them every model is "
                 "rejected."
             )
-        endpoints = [_endpoint_options(self.options, "the format options")]
+        endpoints = [endpoint_options(self.options, "the format options")]
         for number, rule in enumerate(self.models, 1):
             if not isinstance(rule.match, str) or not rule.match:
                 raise ServeConfigError(f"Model rule {number} needs a `match` pattern.")
             where = f"the model rule {number} (match = {rule.match!r})"
-            endpoints.append(_endpoint_options({**self.options, **rule.options}, where))
+            endpoints.append(endpoint_options({**self.options, **rule.options}, where))
         object.__setattr__(self, "endpoints", tuple(endpoints))
 
     def endpoint_for(self, model: str) -> int:
@@ -275,7 +208,7 @@ class ServeSettings:
     @classmethod
     def from_json(cls, text: str) -> ServeSettings:
         data = json.loads(text)
-        models = tuple(_rule(entry, number) for number, entry in enumerate(data["models"], 1))
+        models = tuple(model_rule(entry, number) for number, entry in enumerate(data["models"], 1))
         return cls(
             upstream=data["upstream"],
             api_key=data["api_key"],
@@ -290,68 +223,6 @@ class ServeSettings:
             limits=Limits(**data["limits"]),
             passthrough=tuple(data["passthrough"]),
         )
-
-
-def _endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions:
-    for name, value in options.items():
-        expected = OPTION_TYPES.get(name)
-        if expected is None:
-            raise ServeConfigError(
-                f"Unknown option {name!r} in {where}; the options are {', '.join(OPTION_TYPES)}."
-            )
-        wrong_bool = isinstance(value, bool) and bool not in expected
-        if wrong_bool or not isinstance(value, expected):
-            said = " or ".join(_KINDS[kind] for kind in expected)
-            raise ServeConfigError(f"Option {name!r} in {where} must be {said}, not {value!r}.")
-    upstream_model = options.get("upstream_model")
-    if upstream_model is not None and not upstream_model.strip():
-        raise ServeConfigError(
-            f"upstream_model in {where} must name a model, not {upstream_model!r}."
-        )
-    reply = dict(options)
-    if reply.get("tool_budget") == "off":
-        reply["tool_budget"] = None  # TOML has no null
-    try:
-        fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
-        reply_options = ReplyOptions.from_values(reply)
-    except HermesToolsError as exc:
-        raise ServeConfigError(f"In {where}: {exc}") from None
-    return EndpointOptions(
-        fmt,
-        reply_options,
-        options.get("parse_without_tools", False),
-        upstream_model,
-        _sampling(options.get("sampling", {}), where),
-    )
-
-
-def _sampling(values: Mapping[str, Any], where: str) -> dict[str, float]:
-    for name, value in values.items():
-        if name not in SAMPLING_FIELDS:
-            raise ServeConfigError(
-                f"sampling in {where} cannot set {name!r}; it sets {', '.join(SAMPLING_FIELDS)}."
-            )
-        whole = name in _WHOLE_SAMPLING_FIELDS
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int if whole else (int, float))
-            or not math.isfinite(value)
-        ):
-            kind = "a whole number" if whole else "a finite number"
-            said = json.dumps(value) if isinstance(value, (bool, str)) else repr(value)
-            raise ServeConfigError(f"sampling.{name} in {where} must be {kind}, not {said}.")
-    return dict(values)
-
-
-def _rule(entry: object, number: int) -> ModelRule:
-    if not isinstance(entry, Mapping):
-        raise ServeConfigError(f"Model rule {number} must be a table of options.")
-    match = entry.get("match")
-    if not isinstance(match, str) or not match:
-        raise ServeConfigError(
-            f'Model rule {number} needs a `match` pattern, such as match = "*r1*".'
-        )
-    return ModelRule(match, {k: v for k, v in entry.items() if k != "match"})
 
 
 @dataclass(frozen=True)
@@ -372,17 +243,7 @@ class ConfigFile:
 
 def load_config(path: str) -> ConfigFile:
     """Read a TOML config file (see the module comment); raises ServeConfigError."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        with open(path, "rb") as file:
-            data = tomllib.load(file)
-    except OSError as exc:
-        raise ServeConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ServeConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+    _, data = read_toml(path, "config file", ServeConfigError)
     unknown = sorted(set(data) - set(_CONFIG_KEYS))
     if unknown:
         raise ServeConfigError(
@@ -415,7 +276,7 @@ def load_config(path: str) -> ConfigFile:
         upstream=upstream,
         timeout=data.get("timeout"),
         options=options,
-        models=tuple(_rule(entry, number) for number, entry in enumerate(models, 1)),
+        models=tuple(model_rule(entry, number) for number, entry in enumerate(models, 1)),
         reject_unmatched_models=data.get("reject_unmatched_models"),
         stored_responses=data.get("stored_responses"),
         stored_responses_bytes=data.get("stored_responses_bytes"),

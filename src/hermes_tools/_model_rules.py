@@ -1,0 +1,264 @@
+"""Model rules: the options for the models whose name matches, as TOML files say them.
+
+A rule is a `[[models]]` table with a shell-style `match` pattern and options: the format's
+(`HermesFormat`), the reply policy's (`ReplyOptions`), and the proxy's own (`upstream_model`,
+`sampling`, `parse_without_tools`). `[format]` gives options for every model, and the first rule
+whose pattern matches a model's name adds its own over them. The proxy's config file
+(`hermes-tools serve --config`) is read this way, and so is a tool-calling profile
+(`tool_profile=`, or the `HERMES_PROFILE` environment variable, on `wrap()` and the framework
+models), which `hermes-tools doctor --calibrate --write` writes for one model: the same file
+serves both. Every option is
+checked when the file is read, so that a typo stops with the line and the known options rather
+than failing requests later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
+from hermes_tools.errors import HermesToolsError, ProfileError, ServeConfigError
+from hermes_tools.format import HermesFormat
+
+# Every option a model rule may set, and the types its value may have: the format's, the reply
+# policy's (declared in `ReplyOptions`), and the proxy's own.
+OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "syntax": (str,),
+    "call_tag": (str,),
+    "response_tag": (str,),
+    "instructions": (str,),
+    "template": (str,),
+    "tool_result_role": (str,),
+    "system_prompt_in_user": (bool,),
+    "raw_json": (bool,),
+    "think_open": (bool,),
+    "repair_attempts": (int,),
+    "check_grounding": (bool,),
+    "native_tools": (str,),
+    "constrain": (str,),
+    "tool_budget": (str, int),
+    "context_window": (int,),
+    "pinned_tools": (list,),
+    "parse_without_tools": (bool,),
+    "upstream_model": (str,),
+    "sampling": (dict,),
+}
+# How a config's values are named in its messages (TOML's words, not Python's).
+_KINDS = {
+    str: "a string",
+    int: "a whole number",
+    bool: "true or false",
+    list: "a list",
+    dict: "a table",
+}
+_NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model", "sampling")
+# What `sampling` may set: the chat-completions request's sampling fields, and those the
+# common local servers (llama.cpp, vLLM, Ollama's OpenAI routes) read beside them.
+SAMPLING_FIELDS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repeat_penalty",
+)
+_WHOLE_SAMPLING_FIELDS = ("top_k", "seed")
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    """The format and reply policy for the requests one rule covers."""
+
+    format: HermesFormat
+    reply: ReplyOptions = field(default_factory=ReplyOptions)
+    parse_without_tools: bool = False
+    # The model name the upstream is asked for (None: the client's, as it came).
+    upstream_model: str | None = None
+    # Sampling fields the upstream request gets where the client's sets none.
+    sampling: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """Format options for the models whose name matches `match`."""
+
+    match: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def matches(self, model: str) -> bool:
+        return fnmatchcase(model.casefold(), self.match.casefold())
+
+
+def endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions:
+    """The options of a rule (or of `[format]`), checked; `where` names it in messages."""
+    for name, value in options.items():
+        expected = OPTION_TYPES.get(name)
+        if expected is None:
+            raise ServeConfigError(
+                f"Unknown option {name!r} in {where}; the options are {', '.join(OPTION_TYPES)}."
+            )
+        wrong_bool = isinstance(value, bool) and bool not in expected
+        if wrong_bool or not isinstance(value, expected):
+            said = " or ".join(_KINDS[kind] for kind in expected)
+            raise ServeConfigError(f"Option {name!r} in {where} must be {said}, not {value!r}.")
+    upstream_model = options.get("upstream_model")
+    if upstream_model is not None and not upstream_model.strip():
+        raise ServeConfigError(
+            f"upstream_model in {where} must name a model, not {upstream_model!r}."
+        )
+    reply = dict(options)
+    if reply.get("tool_budget") == "off":
+        reply["tool_budget"] = None  # TOML has no null
+    try:
+        fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
+        reply_options = ReplyOptions.from_values(reply)
+    except HermesToolsError as exc:
+        raise ServeConfigError(f"In {where}: {exc}") from None
+    return EndpointOptions(
+        fmt,
+        reply_options,
+        options.get("parse_without_tools", False),
+        upstream_model,
+        _sampling(options.get("sampling", {}), where),
+    )
+
+
+def _sampling(values: Mapping[str, Any], where: str) -> dict[str, float]:
+    for name, value in values.items():
+        if name not in SAMPLING_FIELDS:
+            raise ServeConfigError(
+                f"sampling in {where} cannot set {name!r}; it sets {', '.join(SAMPLING_FIELDS)}."
+            )
+        whole = name in _WHOLE_SAMPLING_FIELDS
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int if whole else (int, float))
+            or not math.isfinite(value)
+        ):
+            kind = "a whole number" if whole else "a finite number"
+            said = json.dumps(value) if isinstance(value, (bool, str)) else repr(value)
+            raise ServeConfigError(f"sampling.{name} in {where} must be {kind}, not {said}.")
+    return dict(values)
+
+
+def model_rule(entry: object, number: int) -> ModelRule:
+    if not isinstance(entry, Mapping):
+        raise ServeConfigError(f"Model rule {number} must be a table of options.")
+    match = entry.get("match")
+    if not isinstance(match, str) or not match:
+        raise ServeConfigError(
+            f'Model rule {number} needs a `match` pattern, such as match = "*r1*".'
+        )
+    return ModelRule(match, {k: v for k, v in entry.items() if k != "match"})
+
+
+# What a file may hold beside `[format]` and `[[models]]`: the proxy's own settings (a profile
+# may be a proxy's config; the entry points read its options only).
+PROXY_KEYS = (
+    "upstream",
+    "timeout",
+    "limits",
+    "passthrough",
+    "reject_unmatched_models",
+    "response_store",
+    "stored_responses",
+    "stored_responses_bytes",
+)
+# The options only the proxy takes: an entry point reading a profile leaves them out.
+PROXY_OPTIONS = ("upstream_model", "sampling", "parse_without_tools")
+
+
+def read_toml(path: str, what: str, error: type[HermesToolsError]) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and data; `error` (naming the file, what it is, and the line when
+    TOML says it) when it cannot be read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as file:
+            raw = file.read()
+    except OSError as exc:
+        raise error(f"Cannot read {what} {path}: {exc.strerror or exc}") from None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{what.capitalize()} {path} is not valid TOML: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The options a TOML file gives each model: `[format]` and the `[[models]]` rules."""
+
+    path: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    models: tuple[ModelRule, ...] = ()
+
+    def options_for(self, model: str | None) -> dict[str, Any]:
+        """The options for `model` (None: a model without a name, which only rules matching
+        any name cover), without the proxy's own."""
+        options = dict(self.options)
+        for rule in self.models:
+            if rule.matches(model or ""):
+                options.update(rule.options)
+                break
+        options = {k: v for k, v in options.items() if k not in PROXY_OPTIONS}
+        if options.get("tool_budget") == "off":
+            options["tool_budget"] = None  # TOML has no null
+        if "pinned_tools" in options:
+            options["pinned_tools"] = tuple(options["pinned_tools"])
+        return options
+
+
+def load_profile(path: str) -> Profile:
+    """Read a profile (see the module comment); raises `ProfileError` naming the line."""
+    text, data = read_toml(path, "profile", ProfileError)
+    unknown = sorted(set(data) - {"format", "models", *PROXY_KEYS})
+    if unknown:
+        raise ProfileError(
+            f"{path}, line {_line_of(text, unknown[0])}: {unknown[0]!r} is not a key of a "
+            f"profile; it takes [format] and [[models]] (and a proxy config's "
+            f"{', '.join(PROXY_KEYS)})."
+        )
+    options = data.get("format", {})
+    models = data.get("models", [])
+    if not isinstance(options, dict) or not isinstance(models, list):
+        raise ProfileError(f"{path}: [format] must be a table and models [[models]] tables.")
+    try:
+        rules = tuple(model_rule(entry, number) for number, entry in enumerate(models, 1))
+    except ServeConfigError as exc:
+        raise ProfileError(f"{path}: {exc}") from None
+    tables = [("[format]", options)] + [
+        (f"model rule {n} (match = {rule.match!r})", {**options, **rule.options})
+        for n, rule in enumerate(rules, 1)
+    ]
+    for where, table in tables:
+        for name in table:
+            if name not in OPTION_TYPES:
+                raise ProfileError(
+                    f"{path}, line {_line_of(text, name)}: unknown option {name!r} in {where}; "
+                    f"the options are {', '.join(OPTION_TYPES)}."
+                )
+        try:
+            endpoint_options(table, where)
+        except ServeConfigError as exc:
+            raise ProfileError(f"{path}: {exc}") from None
+    return Profile(path, options, rules)
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line where `key` is first set in a TOML text (0 when it cannot be found)."""
+    pattern = re.compile(rf"^[ \t]*[\"']?{re.escape(key)}[\"']?[ \t]*[=.\]]", re.MULTILINE)
+    table = re.compile(rf"^[ \t]*\[+[ \t]*{re.escape(key)}\b", re.MULTILINE)
+    found = pattern.search(text) or table.search(text)
+    return text.count("\n", 0, found.start()) + 1 if found else 0
