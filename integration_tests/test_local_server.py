@@ -166,6 +166,7 @@ def test_list_shows_every_model_and_the_default() -> None:
         check=True,
     )
     lines = done.stdout.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert lines[0].startswith("qwen2.5-coder-1.5b (default): Qwen2.5-Coder-1.5B-Instruct")
     assert any(line.startswith("smollm2-135m: ") for line in lines)
+    assert any(line.startswith("gemma3-270m: Gemma 3 270M pretrained") for line in lines)

