@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import httpx
 import openai
+import pytest
 from openai import OpenAI
 
+from hermes_tools._policy.listed_models import model_ids
 from hermes_tools.client.diagnosis import explained
 
 
@@ -35,3 +37,18 @@ def test_an_overflow_on_ollama_names_num_ctx() -> None:
     assert isinstance(fixed, openai.BadRequestError)
     assert "num_ctx" in str(fixed)
     assert "the server said: the input length exceeds the context length" in str(fixed)
+
+
+@pytest.mark.parametrize(
+    ("answer", "ids"),
+    [
+        ({"object": "list", "data": [{"id": "gemma3"}, {"id": "qwen"}]}, ["gemma3", "qwen"]),
+        ({"data": [{"id": "a"}, "junk", 3, {"object": "model"}]}, ["a", ""]),
+        ({"data": {"id": "a"}}, None),
+        ({"models": []}, None),
+        (["a"], None),
+        ("Not Found", None),
+    ],
+)
+def test_the_listed_models_are_read_from_any_answer(answer: object, ids: list[str] | None) -> None:
+    assert model_ids(answer) == ids

@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import openai
 
+from hermes_tools._policy.listed_models import model_ids
+
 _OPENAI_HOST = "api.openai.com"
 _PLACEHOLDER_KEYS = ("not-needed", "none", "no-key", "", "sk-no-key")
 _STARTING = (
@@ -104,9 +106,6 @@ def _listed_models(client: Any) -> list[str] | None:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         answer = httpx.get(f"{str(client.base_url).rstrip('/')}/models", headers=headers, timeout=5)
-        data = answer.json().get("data")
+        return model_ids(answer.json())
     except Exception:
         return None
-    if not isinstance(data, list):
-        return None
-    return [str(item.get("id", "")) for item in data if isinstance(item, dict)]

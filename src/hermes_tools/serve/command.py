@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
+from hermes_tools._policy.listed_models import model_ids
 from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, flag_help, option_flag
 from hermes_tools._render.prompt import SYNTAXES
@@ -488,8 +489,8 @@ def check_upstream(settings: ServeSettings, log: logging.Logger) -> bool:
         log.warning("the upstream %s answered %d to GET /models", shown, answer.status_code)
         return False
     try:
-        names = [str(item.get("id")) for item in answer.json().get("data", [])]
-    except (ValueError, AttributeError):
+        names = model_ids(answer.json()) or []
+    except ValueError:
         names = []
     log.info("the upstream answers; it lists %s", ", ".join(names[:10]) or "no models")
     return True

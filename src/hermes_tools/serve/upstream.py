@@ -23,6 +23,7 @@ import anyio.to_thread
 import httpx
 
 from hermes_tools._policy.context_window import Answer, WindowQuestion, aask
+from hermes_tools._policy.listed_models import model_ids
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError, UpstreamEventError
@@ -103,12 +104,9 @@ class UpstreamChat:
             response = await self._http.get(
                 f"{self._base}/models", headers=headers, timeout=WINDOW_SECONDS
             )
-            data = response.json().get("data")
-        except (httpx.HTTPError, ValueError, AttributeError):
+            return model_ids(response.json())
+        except (httpx.HTTPError, ValueError):
             return None
-        if not isinstance(data, list):
-            return None
-        return [str(item.get("id")) for item in data if isinstance(item, dict)]
 
     async def _encoded(self, request: dict[str, Any]) -> bytes:
         """The request as JSON: for a large request written in a worker thread (a conversation
