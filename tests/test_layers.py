@@ -55,10 +55,12 @@ FLOORS: dict[str, int] = {
     # the framework options (made from wrap()'s), the diagnosis command
     "_adapters": 11,
     "_doctor": 11,
-    # the framework entry points, the command line
+    # calibration (over the diagnosis's cases and checks); the framework entry points
+    "_calibrate": 12,
     "langchain": 12,
     "llama_index": 12,
-    "cli": 12,
+    # the command line
+    "cli": 13,
 }
 TOP = frozenset({"__init__"})
 
