@@ -85,13 +85,20 @@ class Answer:
     failure: str | None = None
 
 
-def ask(client: Any, model: str, case: Case) -> Answer:
-    """Run one case through a `wrap()`ped client at temperature 0."""
+def ask(client: Any, model: str, case: Case, max_tokens: int | None = None) -> Answer:
+    """Run one case through a `wrap()`ped client at temperature 0 (a reply cut at `max_tokens`
+    is judged as it stands)."""
     from openai import APIConnectionError, APIStatusError
 
+    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
     try:
         reply = client.chat.completions.create(
-            model=model, messages=case.messages, tools=case.tools, temperature=0, **case.options
+            model=model,
+            messages=case.messages,
+            tools=case.tools,
+            temperature=0,
+            **limit,
+            **case.options,
         )
         message = reply.choices[0].message
         made = [

@@ -6,8 +6,8 @@ reused. Only options that change nothing but the text of the conversation allow 
 (`RENDER_ONLY`); `tool_result_role`, for one, changes only the probes that hold a tool's
 result.
 
-An endpoint that fails (no connection, a timeout, a 5xx) stops the measure: `failure` says
-why, and the result counts only the probes answered.
+Each reply is cut at `PROBE_TOKENS`. An endpoint that fails (no connection, a timeout, a
+5xx) stops the measure: `failure` says why, and the result counts only the probes answered.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from hermes_tools._doctor import Answer, ask, is_right
 from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 
 RENDER_ONLY = ("tool_result_role", "system_prompt_in_user")
+# A probe's right answer is a few calls or a sentence or two; a model that writes on (text
+# without end, a call block after another under a grammar) is cut here rather than run to
+# the end of its window, and judged on what it wrote.
+PROBE_TOKENS = 384
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class Measurer:
                     self.progress.step(what + " (reused)", None)
                     continue
                 started = time.monotonic()
-                answer = ask(client, self.model, probe.case)
+                answer = ask(client, self.model, probe.case, PROBE_TOKENS)
                 seconds = time.monotonic() - started
                 if answer.failure is not None:
                     self.failure = f"{what}: {answer.failure}"
