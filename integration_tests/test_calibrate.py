@@ -232,7 +232,8 @@ def test_a_server_that_applies_a_constraint_gets_constrain_tried(
     assert status == 0, out
     assert "not tried: syntax 'qwen3_coder', 'pythonic' (not asked for with --syntax)" in out
     assert "constrain='auto'" in out.split("Configurations tried")[1]
-    assert "Chosen: default (7/7" in out
+    assert "Chosen: the default (7/7 on the calibration half): no change scored better." in out
+    assert "Held out (6 probes not used to choose): 6/6 (the default, as chosen)." in out
     assert out.rstrip().endswith('[[models]]\nmatch = "m"')
 
 

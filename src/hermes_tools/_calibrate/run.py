@@ -72,7 +72,9 @@ def run(
             search.record(candidate, measurer.measure(candidate, calibration))
         held: dict[Candidate, Result] = {}
         if measurer.failure is None and search.best is not None:
-            for candidate in dict.fromkeys([search.best.candidate, Candidate()]):
+            checked = list(dict.fromkeys([search.best.candidate, Candidate()]))
+            progress.replan(progress.done + len(checked) * len(held_out))
+            for candidate in checked:
                 if measurer.failure is None:
                     held[candidate] = measurer.measure(candidate, held_out)
     finally:
@@ -166,10 +168,16 @@ def _report(
         say(took)
         return 1
     default = search.tried[0].result
-    say(
-        f"\nChosen: {chosen.label} ({best.result.right}/{best.result.probes} on the calibration "
-        f"half; the default {default.right}/{default.probes})."
-    )
+    if chosen == Candidate():
+        say(
+            f"\nChosen: the default ({default.right}/{default.probes} on the calibration half): "
+            "no change scored better."
+        )
+    else:
+        say(
+            f"\nChosen: {chosen.label} ({best.result.right}/{best.result.probes} on the "
+            f"calibration half; the default {default.right}/{default.probes})."
+        )
     say(_held_line(held, len(held_out)))
     say(took)
     works = best.result.calls_right * 2 >= best.result.call_probes
@@ -207,8 +215,8 @@ def _held_line(held: dict[Candidate, Result], probes: int) -> str:
     default = held.get(Candidate(), chosen[1])
     if not rest and chosen[0] == Candidate():
         return (
-            f"Held out ({probes} probes not used to choose): the default, chosen, "
-            f"{default.right}/{default.probes}."
+            f"Held out ({probes} probes not used to choose): {default.right}/{default.probes} "
+            "(the default, as chosen)."
         )
     verdict = (
         "the profile does at least as well as the default on probes it was not chosen on"
