@@ -149,6 +149,7 @@ def test_a_model_good_only_under_one_syntax_gets_it_chosen_and_written(
         "Held out (6 probes not used to choose): chosen 6/6, default 2/6: the profile does "
         "at least as well" in out
     )
+    assert "the chosen configuration got wrong" not in out
     assert "answers reused" in out  # tool_result_role changes only the probes with results
     assert "Calibration took " in out
     # The progress: plain lines (not a terminal), each with an estimate once a request is timed.
@@ -258,3 +259,20 @@ def test_calibration_on_the_local_real_model() -> None:
     assert "Configurations tried: 3, on the calibration half (6 probes" in text, text
     assert "Held out (6 probes not used to choose)" in text
     assert status == 0, text  # the 1.5B model calls tools under the default
+
+
+def test_the_probes_the_chosen_configuration_got_wrong_are_named(
+    model_server: ModelServer,
+) -> None:
+    good = good_only_under("json")
+
+    def no_parallel_calls(body: dict[str, Any]) -> str:
+        if "in Oslo and in Rome" in "\n".join(_texts(body)):
+            return _written("json", [("get_weather", {"city": "Oslo"})])
+        return good(body)
+
+    model_server.model = no_parallel_calls
+    status, out, _ = _calibrate_cli(model_server, "--syntax", "json")
+    assert status == 0, out
+    assert "Chosen: the default (6/7 on the calibration half): no change scored better." in out
+    assert "  the chosen configuration got wrong: two calls\n" in out

@@ -179,6 +179,9 @@ def _report(
             f"calibration half; the default {default.right}/{default.probes})."
         )
     say(_held_line(held, len(held_out)))
+    missed = measurer.wrong(chosen, calibration) + measurer.wrong(chosen, held_out)
+    if missed:
+        say(f"  the chosen configuration got wrong: {', '.join(missed)}")
     say(took)
     works = best.result.calls_right * 2 >= best.result.call_probes
     if not works:
