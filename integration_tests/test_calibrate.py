@@ -238,16 +238,14 @@ def test_a_server_that_applies_a_constraint_gets_constrain_tried(
     assert out.rstrip().endswith('[[models]]\nmatch = "m"')
 
 
-@real_model_only
-@pytest.mark.usefixtures("real_endpoint")
-def test_calibration_on_the_local_real_model() -> None:
-    endpoint = live.current()
+def _reduced_run(base_url: str, model: str, api_key: str) -> tuple[int, str]:
+    """What the real-model test runs: half the probes, two knobs, two syntaxes."""
     out, err = io.StringIO(), io.StringIO()
     knobs = [knob for knob in KNOBS if knob.name in ("syntax", "tool_result_role")]
     status = _calibrate.run(
-        endpoint.base_url,
-        endpoint.model,
-        endpoint.api_key,
+        base_url,
+        model,
+        api_key,
         syntaxes=("json", "qwen3_coder"),
         write=None,
         out=out,
@@ -255,7 +253,27 @@ def test_calibration_on_the_local_real_model() -> None:
         probes=reduced(PROBES),
         knobs=knobs,
     )
-    text = out.getvalue()
+    return status, out.getvalue()
+
+
+def test_a_reduced_calibration_runs_the_probes_and_knobs_it_is_given(
+    model_server: ModelServer,
+) -> None:
+    model_server.model = good_only_under("json")
+    status, out = _reduced_run(model_server.base_url, "m", "none")
+    assert status == 0, out
+    assert "Configurations tried: 3, on the calibration half (6 probes" in out
+    assert "Held out (6 probes not used to choose): 6/6 (the default, as chosen)." in out
+    # The default; qwen3_coder (its required call asked again); tool_result_role, only where a
+    # result is (the rest reused); the held-out half.
+    assert model_server.answered == 6 + (6 + 1) + 1 + 6
+
+
+@real_model_only
+@pytest.mark.usefixtures("real_endpoint")
+def test_calibration_on_the_local_real_model() -> None:
+    endpoint = live.current()
+    status, text = _reduced_run(endpoint.base_url, endpoint.model, endpoint.api_key)
     assert "Configurations tried: 3, on the calibration half (6 probes" in text, text
     assert "Held out (6 probes not used to choose)" in text
     assert status == 0, text  # the 1.5B model calls tools under the default

@@ -122,7 +122,11 @@ def _arguments() -> argparse.ArgumentParser:
         "--calibrate: all of them)",
     )
     doctor.add_argument(
-        "--cases", type=_positive, default=8, metavar="N", help="cases per syntax (8)"
+        "--cases",
+        type=_positive,
+        default=8,
+        metavar="N",
+        help="cases per syntax (8; --calibrate runs its own probes)",
     )
     doctor.add_argument(
         "--write",

@@ -214,6 +214,13 @@ def _row(tried: Tried, chosen: bool) -> str:
 
 
 def _held_line(held: dict[Candidate, Result], probes: int) -> str:
+    line = _held_scores(held, probes)
+    if not all(result.complete for result in held.values()):
+        line += " (the endpoint failed before every held-out probe was answered)"
+    return line
+
+
+def _held_scores(held: dict[Candidate, Result], probes: int) -> str:
     chosen, *rest = held.items()
     default = held.get(Candidate(), chosen[1])
     if not rest and chosen[0] == Candidate():
