@@ -66,8 +66,7 @@ def run(
             skipped.append("think_open=True (not a reasoning model: no reply showed reasoning)")
         search = CoordinateSearch(usable)
         progress.replan(search.planned * len(calibration) + 2 * len(held_out))
-        search.next()
-        search.record(Candidate(), default)
+        search.record(Candidate(), default)  # the search starts from the default
         while measurer.failure is None and (candidate := search.next()) is not None:
             search.record(candidate, measurer.measure(candidate, calibration))
         held: dict[Candidate, Result] = {}
