@@ -57,10 +57,12 @@ FLOORS: dict[str, int] = {
     # the framework options (made from wrap()'s), the diagnosis command
     "_adapters": 12,
     "_doctor": 12,
-    # the framework entry points, the command line
+    # calibration (over the diagnosis's cases and checks); the framework entry points
+    "_calibrate": 13,
     "langchain": 13,
     "llama_index": 13,
-    "cli": 13,
+    # the command line
+    "cli": 14,
 }
 TOP = frozenset({"__init__"})
 

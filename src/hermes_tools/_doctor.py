@@ -67,6 +67,67 @@ class Case:
     messages: list[dict[str, Any]]
     expected: Calls | None  # None: no call is right
     options: dict[str, Any] = field(default_factory=dict)
+    tools: list[Any] = field(default_factory=lambda: TOOLS)
+    # Where no call is right: a text the answer must hold (a fact from a tool's result).
+    mentions: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one case got back. `made` is None when there was no reply to read; `failure`
+    says why when the endpoint itself failed (no connection, a timeout, a 5xx), which says
+    nothing about the model."""
+
+    made: Calls | None
+    content: str = ""
+    reasoned: bool = False
+    tokens: int = 0
+    failure: str | None = None
+
+
+def ask(client: Any, model: str, case: Case, max_tokens: int | None = None) -> Answer:
+    """Run one case through a `wrap()`ped client at temperature 0 (a reply cut at `max_tokens`
+    is judged as it stands)."""
+    from openai import APIConnectionError, APIStatusError
+
+    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
+    try:
+        reply = client.chat.completions.create(
+            model=model,
+            messages=case.messages,
+            tools=case.tools,
+            temperature=0,
+            **limit,
+            **case.options,
+        )
+        message = reply.choices[0].message
+        made = [
+            (call.function.name, json.loads(call.function.arguments))
+            for call in message.tool_calls or []
+        ]
+    except APIConnectionError as error:  # a timeout is one too
+        return Answer(None, failure=f"{type(error).__name__}: {error}")
+    except APIStatusError as error:
+        if error.status_code >= 500:
+            return Answer(None, failure=f"{error.status_code}: {str(error.message)[:160]}")
+        return Answer(None)  # the server refused this request: a fact about the request
+    except Exception:
+        return Answer(None)
+    reasoning = getattr(message, "reasoning_content", None) or ""
+    content = message.content or ""
+    usage = getattr(reply, "usage", None)
+    return Answer(
+        made,
+        content,
+        reasoned=bool(reasoning) or "</think>" in content,
+        tokens=int(getattr(usage, "total_tokens", 0) or 0),
+    )
+
+
+def is_right(case: Case, answer: Answer) -> bool:
+    if answer.made is None or not _right(answer.made, case.expected):
+        return False
+    return case.mentions is None or case.mentions.casefold() in answer.content.casefold()
 
 
 def _user(text: str) -> list[dict[str, Any]]:
@@ -146,28 +207,10 @@ def run(
         out.write(line + "\n")
         out.flush()
 
-    base_url = base_url.rstrip("/")
-    found = _find_server(base_url, api_key, say)
-    if found is None:
+    examined = examine(base_url, model, api_key, say)
+    if examined is None:
         return 2
-    base_url, listed = found
-    if model is None:
-        if len(listed) != 1:
-            say(f"Name the model to check with --model (the server lists {', '.join(listed)}).")
-            return 2
-        model = listed[0]
-    not_found = _native_tools(base_url, model, api_key, say)
-    others = f"it lists {', '.join(listed[:20])}" if listed else "it lists no models"
-    if not_found is not None:
-        say(
-            f"x the server answers 404 for model {model!r} ({not_found}); {others}: "
-            "pass one of those with --model"
-        )
-        return 2
-    if listed and model not in listed and f"{model}:latest" not in listed:  # Ollama's tag
-        say(f"! the server does not list {model!r} but answers for it; {others}")
-    _constraints(base_url, model, api_key, say)
-    _window(base_url, model, api_key, say)
+    base_url, model = examined.base_url, examined.model
     chosen = CASES[: max(1, cases)]
     say(f"\nRunning {len(chosen)} short cases per syntax at temperature 0 (a minute or two):")
     scores = [_score(base_url, model, api_key, syntax, chosen, say) for syntax in syntaxes]
@@ -204,6 +247,45 @@ def run(
     return 0 if works else 1
 
 
+@dataclass(frozen=True)
+class Examined:
+    """What the doctor learnt of the server before running any case."""
+
+    base_url: str  # where its chat completions are
+    model: str
+    native_calls: bool  # it took tools natively and read the model's call
+    constraint: str | None  # the constraint kind it applies (None: none takes effect)
+
+
+def examine(
+    base_url: str, model: str | None, api_key: str, say: Callable[[str], None]
+) -> Examined | None:
+    """Find the server and the model, and say what it takes; None when it cannot be used."""
+    base_url = base_url.rstrip("/")
+    found = _find_server(base_url, api_key, say)
+    if found is None:
+        return None
+    base_url, listed = found
+    if model is None:
+        if len(listed) != 1:
+            say(f"Name the model to check with --model (the server lists {', '.join(listed)}).")
+            return None
+        model = listed[0]
+    native = _native_tools(base_url, model, api_key, say)
+    others = f"it lists {', '.join(listed[:20])}" if listed else "it lists no models"
+    if native.not_found is not None:
+        say(
+            f"x the server answers 404 for model {model!r} ({native.not_found}); {others}: "
+            "pass one of those with --model"
+        )
+        return None
+    if listed and model not in listed and f"{model}:latest" not in listed:  # Ollama's tag
+        say(f"! the server does not list {model!r} but answers for it; {others}")
+    constraint = _constraints(base_url, model, api_key, say)
+    _window(base_url, model, api_key, say)
+    return Examined(base_url, model, native.reads_calls, constraint)
+
+
 def _find_server(
     base_url: str, api_key: str, say: Callable[[str], None]
 ) -> tuple[str, list[str]] | None:
@@ -233,9 +315,13 @@ def _find_server(
     return None
 
 
-def _native_tools(
-    base_url: str, model: str, api_key: str, say: Callable[[str], None]
-) -> str | None:
+@dataclass(frozen=True)
+class _Native:
+    not_found: str | None = None  # the server's 404 message: the model is not there
+    reads_calls: bool = False  # the server took the tools and read the model's call
+
+
+def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> _Native:
     """One request with the tools as they are: does the server take them and read calls?
 
     A 404 is returned (its message) rather than said: the model is not there, and nothing
@@ -254,15 +340,15 @@ def _native_tools(
         )
     except APIStatusError as error:
         if error.status_code == 404:
-            return str(error.message)[:160]
+            return _Native(not_found=str(error.message)[:160])
         say(
             f"  native tools: refused ({error.status_code}: {str(error.message)[:160]}); "
             "hermes-tools writes them into the prompt"
         )
-        return None
+        return _Native()
     except Exception as error:
         say(f"  native tools: the request failed ({type(error).__name__}: {error})")
-        return None
+        return _Native()
     finally:
         client.close()
     message = reply.choices[0].message
@@ -278,7 +364,7 @@ def _native_tools(
         )
     else:
         say("  native tools: taken, but the model made no call (hermes-tools may do better)")
-    return None
+    return _Native(reads_calls=bool(message.tool_calls))
 
 
 _CONSTRAINT_NAMES = {
@@ -290,7 +376,7 @@ _CONSTRAINT_NAMES = {
 }
 
 
-def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
+def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> str | None:
     """The probes `constrain="auto"` sends: which constraint does the server apply?"""
     from openai import OpenAI
 
@@ -308,8 +394,9 @@ def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], N
                     f"  constraints: the server applies {_CONSTRAINT_NAMES[kind]} "
                     "(constrain='auto' holds calls to the tools' schemas)"
                 )
-                return
+                return kind
     say("  constraints: none takes effect (constrain='auto' would send requests as they are)")
+    return None
 
 
 def _window(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
@@ -363,18 +450,7 @@ def _score(
             if case.expected is not None:
                 score.call_cases += 1
             say(f"  {syntax}: {case.name} ...")
-            try:
-                reply = client.chat.completions.create(
-                    model=model, messages=case.messages, tools=TOOLS, temperature=0, **case.options
-                )
-                message = reply.choices[0].message
-                made = [
-                    (call.function.name, json.loads(call.function.arguments))
-                    for call in message.tool_calls or []
-                ]
-            except Exception:
-                made = None
-            if made is not None and _right(made, case.expected):
+            if is_right(case, ask(client, model, case)):
                 score.right += 1
                 score.calls_right += case.expected is not None
             else:

@@ -22,6 +22,17 @@ from hermes_tools.serve.command import add_serve_command
 
 
 def _doctor(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    if args.calibrate:
+        from hermes_tools import _calibrate
+
+        return _calibrate.run(
+            args.base_url,
+            args.model,
+            args.api_key,
+            syntaxes=tuple(args.syntax) if args.syntax else None,
+            write=args.write,
+            out=stdout,
+        )
     from hermes_tools import _doctor
 
     return _doctor.run(
@@ -107,12 +118,30 @@ def _arguments() -> argparse.ArgumentParser:
         "--syntax",
         action="append",
         choices=SYNTAXES,
-        help="a call syntax to try (repeatable; default: json and qwen3_coder)",
+        help="a call syntax to try (repeatable; default: json and qwen3_coder; with "
+        "--calibrate: all of them)",
     )
     doctor.add_argument(
-        "--cases", type=_positive, default=8, metavar="N", help="cases per syntax (8)"
+        "--cases",
+        type=_positive,
+        default=8,
+        metavar="N",
+        help="cases per syntax (8; --calibrate runs its own probes)",
     )
-    doctor.add_argument("--write", metavar="FILE", help="append the rule to this serve config file")
+    doctor.add_argument(
+        "--write",
+        metavar="FILE",
+        help="append the rule to this serve config file (with --calibrate: write the profile, "
+        "a serve config file holding the model's rule, to FILE, replacing it)",
+    )
+    doctor.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="measure which options make the model call tools best: the built-in probes under "
+        "each configuration a coordinate search tries, the choice checked on held-out probes "
+        "beside the default; prints the table and the [[models]] rule (minutes on a small "
+        "local model; progress on stderr)",
+    )
     doctor.set_defaults(run=_doctor)
 
     parse = commands.add_parser(
