@@ -17,6 +17,8 @@ from typing import Any, TextIO
 
 import httpx
 
+from hermes_tools._policy.listed_models import model_ids
+
 WEATHER = {
     "type": "function",
     "function": {
@@ -303,10 +305,9 @@ def _find_server(
             return None
         if answer.status_code == 200:
             try:
-                data = answer.json().get("data") or []
-            except (ValueError, AttributeError):
-                data = []
-            listed = [str(item.get("id")) for item in data if isinstance(item, dict)]
+                listed = model_ids(answer.json()) or []
+            except ValueError:
+                listed = []
             if candidate != base_url:
                 say(f"! no chat completions at {base_url}; found them at {candidate}: use that")
             say(f"v the server answers at {candidate}; it lists {', '.join(listed) or 'no models'}")
