@@ -13,6 +13,7 @@ import live
 from hermes_tools._constrain.servers import is_probe
 from hermes_tools.cli import main
 from hermes_tools.local.server import free_port
+from hermes_tools.serve import load_config
 from live import real_model_only
 from scripted_server import Reply, ScriptedServer
 
@@ -79,6 +80,23 @@ def test_a_server_without_native_tools_and_a_model_that_calls_well(
     native, *cases = [body for body in server.bodies() if not is_probe(body["messages"])]
     assert native["tools"][0]["function"]["name"] == "get_weather"
     assert not any("tools" in body for body in cases)
+
+
+def test_a_rule_added_behind_one_that_also_matches_is_said_to_lose(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.script(Reply("registry.ollama.ai/library/gemma3 does not support tools", status=400))
+    server.script(*GOOD)
+    config = tmp_path / "serve.toml"
+    config.write_text('[[models]]\nmatch = "*"\nsyntax = "pythonic"')  # no newline at the end
+    args = ("--base-url", server.base_url, "--model", "gemma3", "--syntax", "json")
+    status, out = _doctor(*args, "--write", str(config))
+    assert status == 0, out
+    assert load_config(str(config)).models[1].options == {"syntax": "json"}  # still TOML
+    assert (
+        f"! an earlier rule in {config} (match = '*') matches gemma3 too, and the first rule "
+        "that matches wins: remove it, or move this one above it"
+    ) in out
 
 
 def test_a_model_the_server_does_not_have_stops_at_once_with_the_names_it_has(

@@ -6,6 +6,7 @@ work stops where it is given, naming the line and the known options."""
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,8 @@ def test_a_framework_models_client_is_configured_from_the_profile(
     [
         ('[[models]]\nmatch = "q*"\nsyntax = "json\n', "is not valid TOML"),
         ('[[models]]\nmatch = "q*"\n\nsintax = "json"\n', "line 4: unknown option 'sintax'"),
-        ('[format]\nrepair_attempts = "two"\n', "must be a whole number"),
+        ('[format]\nrepair_attempts = "two"\n', "line 2: Option 'repair_attempts' in [format]"),
+        ('[models]\nmatch = "q*"\n', "line 1: write each model rule as a [[models]] table"),
         ('[[models]]\nsyntax = "json"\n', "needs a `match` pattern"),
         ("profile = 1\n", "line 1: 'profile' is not a key of a profile"),
     ],
@@ -228,3 +230,65 @@ def test_an_unknown_option_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ProfileError) as raised:
         wrap(OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"), tool_profile=path)
     assert "the options are syntax, call_tag" in str(raised.value)
+
+
+def test_a_rule_that_cannot_work_with_the_options_given_is_named_where_they_meet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HERMES_PROFILE", raising=False)
+    path = tmp_path / "p.toml"
+    path.write_text('[[models]]\nmatch = "qwen*"\ncall_tag = "fn"\n')
+    with pytest.raises(
+        ProfileError, match=re.escape("model rule 1 (match = 'qwen*'), with the options")
+    ):
+        wrap(
+            OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"),
+            tool_profile=path,
+            response_tag="fn",
+        )
+    with pytest.raises(ValidationError, match="come from the tool profile"):
+        ChatHermes(
+            model="qwen3",
+            base_url="http://127.0.0.1:9/v1",
+            api_key="k",
+            tool_profile=str(path),
+            response_tag="fn",
+        )
+
+
+def test_an_empty_tool_profile_reads_none_whatever_hermes_profile_says(
+    profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_PROFILE", profile)
+    chat = ChatHermes(model=MODEL, base_url="http://127.0.0.1:9/v1", api_key="k", tool_profile="")
+    assert chat.syntax == "json"
+    client = wrap(OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"), tool_profile="")
+    assert client.options_for(MODEL) == (HermesFormat(), ReplyOptions())
+
+
+def test_profile_said_for_tool_profile_is_named(profile: str) -> None:
+    with pytest.raises(ValidationError, match="is given as tool_profile="):
+        ChatHermes(model=MODEL, base_url="http://127.0.0.1:9/v1", api_key="k", profile=profile)
+    with pytest.raises(TypeError, match="did you mean 'tool_profile'"):
+        wrap(OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"), profile=profile)
+
+
+def test_a_saved_model_loads_as_it_was_without_its_profile(tmp_path: Path) -> None:
+    from langchain_core.load import dumpd, load
+
+    path = tmp_path / "p.toml"
+    path.write_text(PROFILE)
+    chat = ChatHermes(
+        model=MODEL, base_url="http://127.0.0.1:9/v1", api_key="k", tool_profile=str(path)
+    )
+    saved = dumpd(chat)
+    path.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # `load` is in beta, and says so
+        loaded = load(
+            saved,
+            secrets_map={"OPENAI_API_KEY": "k"},
+            valid_namespaces=["hermes_tools"],
+            allowed_objects=[ChatHermes],
+        )
+    assert (_format_of(loaded), _reply_of(loaded)) == (CHOSEN_FORMAT, CHOSEN_REPLY)

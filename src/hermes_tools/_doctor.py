@@ -17,7 +17,9 @@ from typing import Any, TextIO
 
 import httpx
 
+from hermes_tools._model_rules import load_profile
 from hermes_tools._policy.listed_models import model_ids
+from hermes_tools.errors import ProfileError
 
 WEATHER = {
     "type": "function",
@@ -243,10 +245,32 @@ def run(
     say(rule)
     say(f"In Python: ChatHermes(model={model!r}, base_url={base_url!r}, syntax={best.syntax!r})")
     if write:
-        with open(write, "a", encoding="utf-8") as config:
-            config.write(rule + "\n")
-        say(f"(added to {write})")
+        _add_rule(write, rule, model, say)
     return 0 if works else 1
+
+
+def _add_rule(path: str, rule: str, model: str, say: Callable[[str], None]) -> None:
+    """Add the rule at the end of the config `path`, and say so when an earlier rule there
+    matches the model too (the first rule that matches wins)."""
+    try:
+        with open(path, encoding="utf-8") as config:
+            before = config.read()
+    except FileNotFoundError:
+        before = ""
+    with open(path, "a", encoding="utf-8") as config:
+        config.write(("\n" if before and not before.endswith("\n") else "") + rule + "\n")
+    say(f"(added to {path})")
+    try:
+        rules = load_profile(path).models
+    except ProfileError as error:
+        say(f"! {path} is not a config hermes-tools can read: {error}")
+        return
+    first = next((rule for rule in rules if rule.matches(model)), None)
+    if first is not None and first is not rules[-1]:
+        say(
+            f"! an earlier rule in {path} (match = {first.match!r}) matches {model} too, and "
+            "the first rule that matches wins: remove it, or move this one above it"
+        )
 
 
 @dataclass(frozen=True)

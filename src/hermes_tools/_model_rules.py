@@ -204,6 +204,27 @@ class Profile:
     options: Mapping[str, Any] = field(default_factory=dict)
     models: tuple[ModelRule, ...] = ()
 
+    def check_with(self, given: Mapping[str, Any], model: str | None = None) -> None:
+        """That the rules (for `model` only, if it is named: the one it gets) still work with
+        the options an entry point was given over them; `ProfileError` naming the rule."""
+        tables = [("[format]", dict(self.options))] + [
+            (f"model rule {n} (match = {rule.match!r})", {**self.options, **rule.options})
+            for n, rule in enumerate(self.models, 1)
+        ]
+        if model is not None:
+            matching = [
+                t for t, rule in zip(tables[1:], self.models, strict=True) if rule.matches(model)
+            ]
+            tables = matching[:1] or tables[:1]
+        over = _as_written(given)
+        for where, table in tables:
+            try:
+                endpoint_options({**table, **over}, where)
+            except ServeConfigError as exc:
+                raise ProfileError(
+                    f"{self.path}: {where}, with the options given beside it: {exc}"
+                ) from None
+
     def options_for(self, model: str | None) -> dict[str, Any]:
         """The options for `model` (None: a model without a name, which only rules matching
         any name cover), without the proxy's own."""
@@ -220,6 +241,18 @@ class Profile:
         return options
 
 
+def _as_written(options: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry point's options as a profile writes them (TOML has no None)."""
+    written: dict[str, Any] = {}
+    for name, value in options.items():
+        name = "template" if name == "prompt_template" else name
+        if name == "tool_budget" and value is None:
+            written[name] = "off"
+        elif name in OPTION_TYPES and value is not None:
+            written[name] = list(value) if name == "pinned_tools" else value
+    return written
+
+
 def load_profile(path: str) -> Profile:
     """Read a profile (see the module comment); raises `ProfileError` naming the line."""
     text, data = read_toml(path, "profile", ProfileError)
@@ -232,8 +265,13 @@ def load_profile(path: str) -> Profile:
         )
     options = data.get("format", {})
     models = data.get("models", [])
-    if not isinstance(options, dict) or not isinstance(models, list):
-        raise ProfileError(f"{path}: [format] must be a table and models [[models]] tables.")
+    if not isinstance(options, dict):
+        raise ProfileError(f"{path}, line {_line_of(text, 'format')}: [format] must be a table.")
+    if not isinstance(models, list):
+        raise ProfileError(
+            f"{path}, line {_line_of(text, 'models')}: write each model rule as a [[models]] "
+            "table (two brackets)."
+        )
     try:
         rules = tuple(model_rule(entry, number) for number, entry in enumerate(models, 1))
     except ServeConfigError as exc:
@@ -243,17 +281,35 @@ def load_profile(path: str) -> Profile:
         for n, rule in enumerate(rules, 1)
     ]
     for where, table in tables:
-        for name in table:
-            if name not in OPTION_TYPES:
-                raise ProfileError(
-                    f"{path}, line {_line_of(text, name)}: unknown option {name!r} in {where}; "
-                    f"the options are {', '.join(OPTION_TYPES)}."
-                )
-        try:
-            endpoint_options(table, where)
-        except ServeConfigError as exc:
-            raise ProfileError(f"{path}: {exc}") from None
+        _check(path, text, where, table)
     return Profile(path, options, rules)
+
+
+def _check(path: str, text: str, where: str, table: Mapping[str, Any]) -> None:
+    """A table's options checked, the error naming the line of the option at fault."""
+    for name in table:
+        if name not in OPTION_TYPES:
+            proxy = [o for o in OPTION_TYPES if o in PROXY_OPTIONS]
+            entry = [o for o in OPTION_TYPES if o not in PROXY_OPTIONS]
+            raise ProfileError(
+                f"{path}, line {_line_of(text, name)}: unknown option {name!r} in {where}; the "
+                f"options are {', '.join(entry)} (and, for the proxy only, {', '.join(proxy)})."
+            )
+    try:
+        endpoint_options(table, where)
+    except ServeConfigError as exc:
+        raise ProfileError(f"{path}{_at_fault(text, where, table)}: {exc}") from None
+
+
+def _at_fault(text: str, where: str, table: Mapping[str, Any]) -> str:
+    """ ", line N" for the first option of `table` that fails on its own ("" when only the
+    options together fail)."""
+    for name, value in table.items():
+        try:
+            endpoint_options({name: value}, where)
+        except ServeConfigError:
+            return f", line {_line_of(text, name)}"
+    return ""
 
 
 def _line_of(text: str, key: str) -> int:

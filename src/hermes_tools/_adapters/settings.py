@@ -22,6 +22,7 @@ from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
 from hermes_tools.client.profile import profile_path
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
+from hermes_tools.errors import HermesToolsError
 from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 
 
@@ -70,6 +71,11 @@ class ToolCallingSettings(BaseModel):
         inside `model_kwargs`, win); read at construction, so a bad profile fails here."""
         if not isinstance(values, dict):
             return values
+        if isinstance(values.get("profile"), (str, PurePath)):
+            raise ValueError(
+                f"profile={values['profile']!r}: a tool-calling profile is given as tool_profile= "
+                "(LangChain's chat models use `profile` for the model's capabilities)"
+            )
         path = profile_path(values.get("tool_profile"))
         if path is None:
             return values
@@ -84,8 +90,16 @@ class ToolCallingSettings(BaseModel):
     @model_validator(mode="after")
     def _check_format(self) -> ToolCallingSettings:
         # Bad options fail at construction, with the fix in the message.
-        HermesFormat.from_settings(self)
-        ReplyOptions.from_settings(self)
+        try:
+            HermesFormat.from_settings(self)
+            ReplyOptions.from_settings(self)
+        except HermesToolsError as error:
+            if self.tool_profile is None:
+                raise
+            raise type(error)(
+                f"{error} (Some of these options come from the tool profile "
+                f"{self.tool_profile}: its rule for this model, under the options given.)"
+            ) from None
         return self
 
     def _format_options(self) -> dict[str, Any]:

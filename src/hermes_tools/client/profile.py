@@ -22,9 +22,10 @@ _KEPT_MODELS = 64
 
 
 def profile_path(given: str | os.PathLike[str] | None) -> str | None:
-    """The profile to read: the one given, else `HERMES_PROFILE`'s (None: no profile)."""
+    """The profile to read: the one given, else `HERMES_PROFILE`'s (None: no profile; "" given
+    says no profile, whatever `HERMES_PROFILE` says)."""
     if given is not None:
-        return os.fspath(given)
+        return os.fspath(given) or None
     return os.environ.get(PROFILE_VARIABLE) or None
 
 
@@ -45,7 +46,13 @@ class ProfileOptions:
 
     @classmethod
     def load(cls, path: str, fmt: HermesFormat | None, given: Mapping[str, Any]) -> ProfileOptions:
-        return cls(load_profile(path), fmt, given)
+        """The profile at `path`, each of its rules checked with the options given over it."""
+        profile = load_profile(path)
+        over = dict(given)
+        if fmt is not None:  # a HermesFormat given stands for every format option
+            over.update({name: getattr(fmt, name) for name in FORMAT_OPTIONS})
+        profile.check_with(over)
+        return cls(profile, fmt, given)
 
     def options_for(self, model: str | None) -> tuple[HermesFormat, ReplyOptions]:
         known = self._known.get(model or "")

@@ -8,6 +8,7 @@ SDK's retries, timeouts and exceptions are exactly the caller's.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -47,12 +48,14 @@ from hermes_tools.errors import (
     UnsupportedFeatureError,
     WrongTypeError,
 )
-from hermes_tools.format import HermesFormat
+from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 ClientT = TypeVar("ClientT", OpenAI, AsyncOpenAI)
+# wrap()'s own keywords, for naming the one a misspelled keyword may mean.
+_KEYWORDS = ("format", *REPLY_OPTIONS, "parse_without_tools", "tool_profile")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -381,6 +384,11 @@ def wrap(
     environment variable's.
     """
     given: frozenset[str] = format_options.pop("_given", frozenset())
+    for name in format_options:
+        if name not in FORMAT_OPTIONS:
+            close = difflib.get_close_matches(name, [*FORMAT_OPTIONS, *_KEYWORDS], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"wrap() got an unexpected keyword argument {name!r}{hint}")
     if format is not None and format_options:
         raise FormatOptionError(
             "Pass either a HermesFormat or format options as keywords, not both."

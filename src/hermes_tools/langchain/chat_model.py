@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import LangSmithParams
 from langchain_core.language_models.chat_models import agenerate_from_stream, generate_from_stream
+from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.utils import secret_from_env
@@ -229,6 +230,15 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
     @classmethod
     def is_lc_serializable(cls) -> bool:
         return True
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """As LangChain saves a model, with no tool profile to read again: the options it gave
+        are saved with the others, so the model loads as it was, without the file."""
+        saved = super().to_json()
+        kwargs = saved.get("kwargs")
+        if isinstance(kwargs, dict) and "tool_profile" in kwargs:
+            kwargs["tool_profile"] = ""  # "" reads no profile, HERMES_PROFILE's neither
+        return saved
 
     @classmethod
     def get_lc_namespace(cls) -> list[str]:
