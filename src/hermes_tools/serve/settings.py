@@ -47,6 +47,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._model_rules import (
+    PROXY_KEYS,
     EndpointOptions,
     ModelRule,
     endpoint_options,
@@ -56,18 +57,7 @@ from hermes_tools._model_rules import (
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.limits import Limits
 
-_CONFIG_KEYS = (
-    "upstream",
-    "timeout",
-    "format",
-    "models",
-    "limits",
-    "passthrough",
-    "reject_unmatched_models",
-    "response_store",
-    "stored_responses",
-    "stored_responses_bytes",
-)
+_CONFIG_KEYS = ("format", "models", *PROXY_KEYS)
 DEFAULT_STORED_RESPONSES = 100
 DEFAULT_STORED_RESPONSES_BYTES = 256 * 1024 * 1024
 _SHARED_STORES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
