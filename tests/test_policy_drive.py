@@ -13,19 +13,9 @@ from hermes_tools._policy.drive import stream_reply, whole_reply
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import ToolCallRequiredError
+from parser_helpers import WEATHER as PARSER_WEATHER
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+WEATHER = {"type": "function", "function": PARSER_WEATHER}
 ASK = [{"role": "user", "content": "Weather in Paris and in Rome?"}]
 VALID = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 INVALID = '<tool_call>\n{"name": "get_weather", "arguments": {"town": "Rome"}}\n</tool_call>'
