@@ -11,6 +11,11 @@ case of the suite (bench/evaluation/cases.py) runs under every prompt variant
 (bench/evaluation/prompts.py) at temperature 0, through `wrap()`, read by the same parser.
 Prints a table per model and writes every outcome and metric as JSON (`--json`).
 
+`--profile FILE` adds a column: the cases under a tool-calling profile (`hermes-tools doctor
+--calibrate --write FILE`), loaded as a user loads it, `wrap(client, tool_profile=FILE)`.
+`--half 1` or `--half 2` runs every other case of each kind (the calibration's probes are none
+of these cases, so either half is held out from it).
+
 `--in-process` runs the `--local` models in this process instead: LangChain's `ChatLlamaCpp`
 on the same GGUF, set as the server runs it, through the same reply policy over the LangChain
 transport (bench/evaluation/in_process.py). `--compare` sets two saved reports side by side,
@@ -31,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluation.cases import CASES, Case
 from evaluation.decode_speed import decode_ms_per_token
-from evaluation.prompts import DEFAULT_RUN, VARIANTS
+from evaluation.prompts import DEFAULT_RUN, VARIANTS, Variant
 from evaluation.runner import Endpoint, Outcome, Target, run_case_on
 from evaluation.scoring import Rate, metrics, succeeded
 
@@ -102,6 +107,19 @@ def evaluate(
                     target.base_url, target.model, speed_cases, constrain, target.api_key
                 )
     return report
+
+
+def half_of(cases: list[Case], half: int) -> list[Case]:
+    """Every other case of each kind, in the suite's order: the first, third, ... (half 1) or
+    the second, fourth, ... (half 2)."""
+    seen: dict[str, int] = {}
+    chosen = []
+    for case in cases:
+        position = seen.get(case.kind, 0)
+        seen[case.kind] = position + 1
+        if position % 2 == half - 1:
+            chosen.append(case)
+    return chosen
 
 
 def compare(first: dict[str, Any], second: dict[str, Any]) -> tuple[str, int, int]:
@@ -251,6 +269,17 @@ def main() -> int:
         help="wrap()'s constrain modes to run, comma-separated (off,auto: both, side by side, "
         "with decode time per token)",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="add a column: the cases under this tool-calling profile, as wrap() loads it",
+    )
+    parser.add_argument(
+        "--half",
+        type=int,
+        choices=(1, 2),
+        help="only every other case of each kind: the first of each pair (1) or the second (2)",
+    )
     parser.add_argument("--json", type=Path, help="write the whole report here")
     parser.add_argument(
         "--compare",
@@ -277,8 +306,17 @@ def main() -> int:
     unknown = [name for name in variants if name not in VARIANTS]
     if unknown:
         parser.error(f"unknown prompt variants {unknown}; choose from {list(VARIANTS)}")
+    if args.profile:
+        if not args.profile.is_file():
+            parser.error(f"no profile at {args.profile}")
+        VARIANTS["profile"] = Variant(
+            "profile", f"the tool-calling profile {args.profile}", profile=str(args.profile)
+        )
+        variants.insert(1, "profile")
     wanted = args.cases.split(",")
     cases = [c for c in CASES if any(w in c.id or w == c.kind for w in wanted)]
+    if args.half:
+        cases = half_of(cases, args.half)
     if not cases:
         parser.error(f"no case matches {args.cases!r}")
     if not args.local and not args.base_url:
@@ -289,8 +327,8 @@ def main() -> int:
         parser.error("--llama-cpp-defaults goes with --in-process")
 
     constrains = tuple(mode for mode in args.constrain.split(",") if mode)
-    if args.in_process and constrains != ("off",):
-        parser.error("--constrain needs an endpoint over HTTP (not --in-process)")
+    if args.in_process and (constrains != ("off",) or args.profile):
+        parser.error("--constrain and --profile need an endpoint over HTTP (not --in-process)")
     isolate = bool(args.local) if args.isolate is None else args.isolate
     started = time.monotonic()
     reports: list[dict[str, Any]] = []

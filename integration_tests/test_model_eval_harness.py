@@ -291,3 +291,47 @@ def test_the_command_prints_a_table_and_writes_json(server: ScriptedServer, tmp_
     assert "| exact calls, single-call cases | 1/1 (100%) | 1/1 (100%) |" in done.stdout
     data = json.loads(report.read_text())
     assert data[0]["variants"]["qwen"]["metrics"]["single_exact"]["percent"] == 100.0
+
+
+def test_a_profile_column_runs_the_cases_as_wrap_loads_the_profile(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    profile = tmp_path / "profile.toml"
+    profile.write_text('[[models]]\nmatch = "scripted"\ncall_tag = "function_call"\n')
+    server.fallback = Reply("It is sunny.")
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "model_eval.py"),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--prompts",
+            "default",
+            "--profile",
+            str(profile),
+            "--cases",
+            "str-weather-paris",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| scripted | default | profile |" in done.stdout
+    systems = [body["messages"][0]["content"] for body in server.bodies()]
+    assert "<tool_call>" in systems[0]
+    assert "<function_call>" not in systems[0]
+    assert "<function_call>" in systems[1]
+
+
+def test_the_halves_split_every_kind_and_share_no_case() -> None:
+    from model_eval import half_of
+
+    first, second = half_of(CASES, 1), half_of(CASES, 2)
+    assert {c.id for c in first} | {c.id for c in second} == {c.id for c in CASES}
+    assert not {c.id for c in first} & {c.id for c in second}
+    kinds = {c.kind for c in CASES if sum(d.kind == c.kind for d in CASES) > 1}
+    assert kinds <= {c.kind for c in second}
+    assert kinds <= {c.kind for c in first}

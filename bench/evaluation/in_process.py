@@ -118,11 +118,15 @@ class InProcessModel:
         )
 
     @contextmanager
-    def client(self, fmt: HermesFormat, constrain: str = "off") -> Iterator[tuple[Any, Recording]]:
-        if constrain != "off":
-            raise ValueError("constrained calls need an endpoint over HTTP (not --in-process)")
+    def client(
+        self, options: dict[str, Any], constrain: str = "off", profile: str | None = None
+    ) -> Iterator[tuple[Any, Recording]]:
+        if constrain != "off" or profile is not None:
+            raise ValueError(
+                "constrained calls and profiles need an endpoint over HTTP (not --in-process)"
+            )
         self._llama.recording = Recording()
-        yield _PolicyClient(self.chat_model, fmt), self._llama.recording
+        yield _PolicyClient(self.chat_model, HermesFormat(**options)), self._llama.recording
 
     def close(self) -> None:
         self._llama.llama.close()

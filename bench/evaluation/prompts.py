@@ -72,6 +72,8 @@ class Variant:
     format_options: dict[str, Any] = field(default_factory=dict)
     request: dict[str, Any] = field(default_factory=dict)
     peer: bool = False
+    # a tool-calling profile (TOML) loaded as `wrap(tool_profile=...)` loads it
+    profile: str | None = None
 
 
 VARIANTS: dict[str, Variant] = {

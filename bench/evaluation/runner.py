@@ -83,8 +83,12 @@ class Target(Protocol):
 
     def forget_prefix(self) -> None: ...
 
-    def client(self, fmt: HermesFormat, constrain: str = "off") -> Any:
-        """A context manager giving `(client, recording)` for one case."""
+    def client(
+        self, options: dict[str, Any], constrain: str = "off", profile: str | None = None
+    ) -> Any:
+        """A context manager giving `(client, recording)` for one case: `options` are the
+        format options; `profile`, a tool-calling profile loaded as `wrap()` loads it (the
+        options given here win over its rule)."""
         ...
 
 
@@ -122,14 +126,20 @@ class Endpoint:
         forget_prefix(self.base_url, self.model, self.api_key)
 
     @contextmanager
-    def client(self, fmt: HermesFormat, constrain: str = "off") -> Iterator[tuple[Any, Recording]]:
+    def client(
+        self, options: dict[str, Any], constrain: str = "off", profile: str | None = None
+    ) -> Iterator[tuple[Any, Recording]]:
         recorder = _Recorder()
         http = httpx.Client(transport=recorder, timeout=600)
         try:
             openai = OpenAI(
                 base_url=self.base_url, api_key=self.api_key, http_client=http, max_retries=0
             )
-            yield wrap(openai, fmt, constrain=constrain), recorder.recording
+            if profile is None:
+                wrapped = wrap(openai, HermesFormat(**options), constrain=constrain)
+            else:  # as a user loads a profile: the profile's rule under the options given
+                wrapped = wrap(openai, tool_profile=profile, **options)
+            yield wrapped, recorder.recording
         finally:
             http.close()
 
@@ -153,7 +163,7 @@ def run_case_on(
     options = dict(variant.format_options)
     if case.syntax is not None:
         options["syntax"] = case.syntax
-    with target.client(HermesFormat(**options), constrain) as (client, recording):
+    with target.client(options, constrain, variant.profile) as (client, recording):
         started = time.perf_counter()
         try:
             _converse(client, target.model, variant, case, outcome)
