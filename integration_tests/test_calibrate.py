@@ -137,7 +137,8 @@ def test_a_model_good_only_under_one_syntax_gets_it_chosen_and_written(
     assert "not tried: native_tools='auto' (the server refused native tools" in out
     assert "not tried: constrain='auto' (no constraint takes effect on this server)" in out
     assert "not tried: think_open=True (not a reasoning model" in out
-    assert "Configurations tried: 6, on the calibration half (7 probes" in out
+    assert "Configurations tried: 7, on the calibration half (7 probes" in out
+    assert "  call_example=True" in out
     lines = out.splitlines()
     (default,) = [line for line in lines if line.endswith("  default")]
     assert default.startswith("   2/7   0/5 ")  # only the probes without a call
@@ -217,7 +218,7 @@ def test_a_model_that_never_calls_gets_a_plain_statement_and_no_profile(
     status, out, _ = _calibrate_cli(model_server, "--write", str(profile))
     assert status == 1, out
     assert (
-        "m cannot call tools reliably here: it made no call right under any of the 6 "
+        "m cannot call tools reliably here: it made no call right under any of the 7 "
         "configurations tried (best score 2/7, 0/5 calls). No profile is written" in out
     )
     assert "[[models]]" not in out

@@ -436,3 +436,30 @@ def test_qwen3_coder_past_call_names_and_keys_cannot_close_the_call(name: str, k
     assert "<tool_response>" not in assistant
     result = parse(assistant, TOOLS)  # one call, read back as it was rendered
     assert len(result.tool_calls) + len(result.invalid_tool_calls) == 1
+
+
+@pytest.mark.parametrize("syntax", ["json", "qwen3_coder", "pythonic"])
+def test_a_call_example_is_written_in_the_taught_syntax_and_reads_as_that_call(
+    syntax: str,
+) -> None:
+    fmt = HermesFormat(syntax=syntax, call_tag="fn", call_example=True)  # type: ignore[arg-type]
+    prompt = fmt.system_prompt(TOOLS, tool_choice="required")
+    without = HermesFormat(syntax=syntax, call_tag="fn").system_prompt(  # type: ignore[arg-type]
+        TOOLS, tool_choice="required"
+    )
+    example = prompt[prompt.index("An example of the form only") :]
+    assert example.endswith("In this reply you must call at least one function.")
+    assert prompt.startswith(
+        without.removesuffix("In this reply you must call at least one function.")
+    )
+    block = example[example.index("<fn>") : example.index("</fn>") + len("</fn>")]
+    calls = HermesFormat(syntax=syntax, call_tag="fn").parse(block, TOOLS).tool_calls  # type: ignore[arg-type]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("get_weather", {"city": "Paris", "unit": "celsius"})
+    ]
+
+
+def test_no_call_example_by_default_and_none_with_a_template() -> None:
+    assert "An example" not in HermesFormat().system_prompt(TOOLS)
+    with pytest.raises(FormatOptionError, match="write the example into the template"):
+        HermesFormat(template="{tools}", call_example=True)

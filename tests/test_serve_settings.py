@@ -129,11 +129,18 @@ def test_config_mistakes_stop_the_start_with_a_message(
 def test_the_command_line_overrides_the_config_file(tmp_path: Path) -> None:
     path = write(tmp_path, 'upstream = "http://a/v1"\ntimeout = 5\n[format]\nsyntax = "json"\n')
     settings = serve_arguments(
-        "--config", path, "--upstream", "http://b/v1", "--syntax", "qwen3_coder", "--think-open"
+        "--config",
+        path,
+        "--upstream",
+        "http://b/v1",
+        "--syntax",
+        "qwen3_coder",
+        "--think-open",
+        "--call-example",
     )
     assert settings.upstream == "http://b/v1"
     assert settings.timeout == 5
-    assert settings.options == {"syntax": "qwen3_coder", "think_open": True}
+    assert settings.options == {"syntax": "qwen3_coder", "think_open": True, "call_example": True}
     assert serve_arguments("--upstream", UPSTREAM).options == {}  # unset flags set nothing
 
 

@@ -39,6 +39,7 @@ OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "system_prompt_in_user": (bool,),
     "raw_json": (bool,),
     "think_open": (bool,),
+    "call_example": (bool,),
     "repair_attempts": (int,),
     "check_grounding": (bool,),
     "native_tools": (str,),

@@ -50,6 +50,8 @@ class HermesFormat:
       templates without a system role.
     - `raw_json`: read a bare JSON object naming a bound tool at the end of a reply as a call.
     - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
+    - `call_example`: write one example call (of a `get_weather` function, in the taught
+      syntax) after the instructions; some small models call more reliably with one.
 
     `check_grounding` is a choice of the reply policy, not of the text: pass it to `wrap()`
     or the model (`ChatHermes`, `HermesLLM`, ...). Given here, it still applies, with a
@@ -65,6 +67,7 @@ class HermesFormat:
     system_prompt_in_user: bool = False
     raw_json: bool = True
     think_open: bool = False
+    call_example: bool = False
     check_grounding: InitVar[bool | None] = None
     legacy_check_grounding: bool | None = field(default=None, init=False, repr=False)
 
@@ -88,6 +91,11 @@ class HermesFormat:
         if self.tool_result_role not in ("user", "tool"):
             raise FormatOptionError(
                 f"tool_result_role must be 'user' or 'tool', not {self.tool_result_role!r}."
+            )
+        if self.template is not None and self.call_example:
+            raise FormatOptionError(
+                "call_example adds to the default prompt; a template writes the whole prompt, "
+                "so write the example into the template instead."
             )
         if self.template is not None and "{tools}" not in self.template:
             raise FormatOptionError(
@@ -240,6 +248,7 @@ class HermesFormat:
             instructions=self.instructions,
             template=self.template,
             catalogue=view.catalogue,
+            call_example=self.call_example,
         )
 
     # -- reply side -------------------------------------------------------------------------

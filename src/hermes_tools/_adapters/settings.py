@@ -41,6 +41,8 @@ class ToolCallingSettings(BaseModel):
     system_prompt_in_user: bool = False
     raw_json: bool = True
     think_open: bool = False
+    call_example: bool = False
+    """Write one example call after the instructions of the tools prompt."""
     check_grounding: bool = True
     """Ask again once when a reply's only calls use values found nowhere in the conversation."""
     repair_attempts: int = Field(default=1, ge=0)

@@ -30,6 +30,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("native_tools", "never", ("auto",)),
     Knob("syntax", "json", tuple(s for s in SYNTAXES if s != "json")),
     Knob("call_tag", "tool_call", ("function_call",)),
+    Knob("call_example", False, (True,)),
     Knob("tool_result_role", "user", ("tool",)),
     Knob("system_prompt_in_user", False, (True,)),
     Knob("think_open", False, (True,)),

@@ -92,6 +92,26 @@ PYTHONIC_INSTRUCTIONS = (
     "If no function is needed, answer directly."
 )
 
+# One call written out, for `call_example=True`: a function the tools may not have, so the
+# sentence says it only shows the form.
+_EXAMPLE_CALLS = {
+    "json": '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}',
+    "qwen3_coder": (
+        "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "<parameter=unit>\ncelsius\n</parameter>\n</function>"
+    ),
+    "pythonic": '[get_weather(city="Paris", unit="celsius")]',
+}
+
+
+def example_call(syntax: Syntax, call_tag: str) -> str:
+    """A call in the taught syntax, introduced as showing only the form."""
+    return (
+        "An example of the form only, for a function get_weather(city, unit):\n"
+        f"<{call_tag}>\n{_EXAMPLE_CALLS[syntax]}\n</{call_tag}>"
+    )
+
+
 _INSTRUCTIONS = {
     "json": JSON_INSTRUCTIONS,
     "qwen3_coder": QWEN3_CODER_INSTRUCTIONS,
@@ -191,9 +211,11 @@ def system_prompt(
     instructions: str | None,
     template: str | None,
     catalogue: Sequence[CatalogueEntry] = (),
+    call_example: bool = False,
 ) -> str:
     """The tools prompt, or "" when no tools are offered. `tools`: the functions shown in
-    full; `catalogue`: the other tools' one-line entries (see `_tools.selection`)."""
+    full; `catalogue`: the other tools' one-line entries (see `_tools.selection`);
+    `call_example`: one call written out after the instructions."""
     if choice.mode == "none" or not (tools or catalogue):
         return ""
     if choice.name is not None:
@@ -209,7 +231,10 @@ def system_prompt(
         return text.replace("{tool_choice}", rule).replace("{tools}", tool_lines(every))
     if instructions is None:
         instructions = _INSTRUCTIONS[syntax]
-    how_to = _join(_fill_tags(instructions, call_tag, response_tag), rule)
+    how_to = _fill_tags(instructions, call_tag, response_tag)
+    if call_example:
+        how_to = f"{how_to.rstrip()}\n\n{example_call(syntax, call_tag)}"
+    how_to = _join(how_to, rule)
     listed = f"<tools>\n{compact_tool_lines(tools)}\n</tools>"
     if catalogue:
         lines = "\n".join(entry.line() for entry in catalogue)

@@ -145,6 +145,12 @@ def add_serve_command(commands: Any) -> None:
         default=None,
         help="replies start inside <think> (R1 distills on a plain server)",
     )
+    options.add_argument(
+        "--call-example",
+        action="store_true",
+        default=None,
+        help="write one example call after the tools prompt's instructions",
+    )
     replies = serve.add_argument_group(
         "reply options (for every model; [[models]] rules in --config override them)"
     )
@@ -167,6 +173,7 @@ _CLI_OPTIONS = (
     "system_prompt_in_user",
     "raw_json",
     "think_open",
+    "call_example",
     *REPLY_OPTIONS,
     "parse_without_tools",
 )
