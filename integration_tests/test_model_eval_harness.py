@@ -264,29 +264,19 @@ def _outcome(calls: list[dict[str, object]]) -> object:
     return Outcome("x", "default", calls=calls)
 
 
+def _model_eval(server: ScriptedServer, *options: str) -> subprocess.CompletedProcess[str]:
+    """The command on one case against the scripted server; it must succeed."""
+    command = [sys.executable, str(BENCH / "model_eval.py"), "--base-url", server.base_url]
+    command += ["--model", "scripted", "--cases", "str-weather-paris", *options]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_the_command_prints_a_table_and_writes_json(server: ScriptedServer, tmp_path: Path) -> None:
     server.fallback = Reply(_call("get_weather", {"city": "Paris"}))
     report = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "model_eval.py"),
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
-            "--prompts",
-            "default,qwen",
-            "--cases",
-            "str-weather-paris",
-            "--json",
-            str(report),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    done = _model_eval(server, "--prompts", "default,qwen", "--json", str(report))
     assert "| scripted | default | qwen |" in done.stdout
     assert "| exact calls, single-call cases | 1/1 (100%) | 1/1 (100%) |" in done.stdout
     data = json.loads(report.read_text())
@@ -299,26 +289,7 @@ def test_a_profile_column_runs_the_cases_as_wrap_loads_the_profile(
     profile = tmp_path / "profile.toml"
     profile.write_text('[[models]]\nmatch = "scripted"\ncall_tag = "function_call"\n')
     server.fallback = Reply("It is sunny.")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "model_eval.py"),
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
-            "--prompts",
-            "default",
-            "--profile",
-            str(profile),
-            "--cases",
-            "str-weather-paris",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    done = _model_eval(server, "--prompts", "default", "--profile", str(profile))
     assert "| scripted | default | profile |" in done.stdout
     systems = [body["messages"][0]["content"] for body in server.bodies()]
     assert "<tool_call>" in systems[0]
