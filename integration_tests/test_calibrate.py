@@ -137,17 +137,17 @@ def test_a_model_good_only_under_one_syntax_gets_it_chosen_and_written(
     assert "not tried: native_tools='auto' (the server refused native tools" in out
     assert "not tried: constrain='auto' (no constraint takes effect on this server)" in out
     assert "not tried: think_open=True (not a reasoning model" in out
-    assert "Configurations tried: 7, on the calibration half (7 probes" in out
+    assert "Configurations tried: 7, on the calibration half (13 probes" in out
     assert "  call_example=True" in out
     lines = out.splitlines()
     (default,) = [line for line in lines if line.endswith("  default")]
-    assert default.startswith("   2/7   0/5 ")  # only the probes without a call
+    assert default.startswith("   4/13  0/9 ")  # only the probes without a call
     (chosen,) = [line for line in lines if line.endswith("<- chosen")]
-    assert chosen.startswith("   7/7   5/5 ")
+    assert chosen.startswith("  13/13  9/9 ")
     assert chosen.endswith("  syntax='qwen3_coder'  <- chosen")
-    assert "Chosen: syntax='qwen3_coder' (7/7 on the calibration half; the default 2/7)" in out
+    assert "Chosen: syntax='qwen3_coder' (13/13 on the calibration half; the default 4/13)" in out
     assert (
-        "Held out (6 probes not used to choose): chosen 6/6, default 2/6: the profile does "
+        "Held out (12 probes not used to choose): chosen 12/12, default 4/12: the profile does "
         "at least as well" in out
     )
     assert "the chosen configuration got wrong" not in out
@@ -161,8 +161,8 @@ def test_a_model_good_only_under_one_syntax_gets_it_chosen_and_written(
     # The profile: the rule only, with what was measured.
     text = profile.read_text()
     assert text.startswith("# hermes-tools ")
-    assert "# calibration half: 7/7 right (the default 2/7)" in text
-    assert "# held-out half: 6/6 right (the default 2/6)" in text
+    assert "# calibration half: 13/13 right (the default 4/13)" in text
+    assert "# held-out half: 12/12 right (the default 4/12)" in text
     assert text.endswith('[[models]]\nmatch = "m"\nsyntax = "qwen3_coder"\n')
     assert f"written to {profile}" in out
 
@@ -190,7 +190,7 @@ def test_an_endpoint_that_fails_part_way_keeps_what_was_measured_and_writes_noth
     good = good_only_under("json")
 
     def failing(body: dict[str, Any]) -> Reply | str:
-        if model_server.answered > 10:  # the default's 7 probes, then 3 more
+        if model_server.answered > 16:  # the default's probes, then a few more
             return Reply("the model crashed", status=500)
         return good(body)
 
@@ -199,11 +199,11 @@ def test_an_endpoint_that_fails_part_way_keeps_what_was_measured_and_writes_noth
     status, out, _ = _calibrate_cli(model_server, "--write", str(profile))
     assert status == 2, out
     assert "x the endpoint failed during calibration (syntax='qwen3_coder': " in out
-    assert "two calls: 500: Error code: 500 - the model crashed" in out
+    assert "no call needed: 500: Error code: 500 - the model crashed" in out
     lines = out.splitlines()
     (default,) = [line for line in lines if line.endswith("  default")]
-    assert default.startswith("   7/7   5/5 ")
-    (stopped,) = [line for line in lines if line.endswith("<- stopped after 3/7 probes")]
+    assert default.startswith("  13/13  9/9 ")
+    (stopped,) = [line for line in lines if line.endswith("<- stopped after 2/13 probes")]
     assert "  syntax='qwen3_coder'  <- " in stopped
     assert "No profile is written: not every configuration chosen from was measured" in out
     assert "[[models]]" not in out
@@ -219,7 +219,7 @@ def test_a_model_that_never_calls_gets_a_plain_statement_and_no_profile(
     assert status == 1, out
     assert (
         "m cannot call tools reliably here: it made no call right under any of the 7 "
-        "configurations tried (best score 2/7, 0/5 calls). No profile is written" in out
+        "configurations tried (best score 3/13, 0/9 calls). No profile is written" in out
     )
     assert "[[models]]" not in out
     assert not profile.exists()
@@ -234,8 +234,8 @@ def test_a_server_that_applies_a_constraint_gets_constrain_tried(
     assert status == 0, out
     assert "not tried: syntax 'qwen3_coder', 'pythonic' (not asked for with --syntax)" in out
     assert "constrain='auto'" in out.split("Configurations tried")[1]
-    assert "Chosen: the default (7/7 on the calibration half): no change scored better." in out
-    assert "Held out (6 probes not used to choose): 6/6 (the default, as chosen)." in out
+    assert "Chosen: the default (13/13 on the calibration half): no change scored better." in out
+    assert "Held out (12 probes not used to choose): 12/12 (the default, as chosen)." in out
     assert out.rstrip().endswith('[[models]]\nmatch = "m"')
 
 
@@ -293,5 +293,5 @@ def test_the_probes_the_chosen_configuration_got_wrong_are_named(
     model_server.model = no_parallel_calls
     status, out, _ = _calibrate_cli(model_server, "--syntax", "json")
     assert status == 0, out
-    assert "Chosen: the default (6/7 on the calibration half): no change scored better." in out
+    assert "Chosen: the default (12/13 on the calibration half): no change scored better." in out
     assert "  the chosen configuration got wrong: two calls\n" in out

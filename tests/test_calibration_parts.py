@@ -124,6 +124,12 @@ def test_the_split_puts_every_kind_in_both_halves_the_same_way_each_time() -> No
         "answer from a result",
         "required call",
         "one of fifteen tools",
+        "number in words",
+        "two calls of one tool",
+        "near a tool's topic",
+        "required, said indirectly",
+        "answer from a timer result",
+        "a name among fifteen tools",
     ]
 
 
