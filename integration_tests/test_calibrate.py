@@ -36,12 +36,13 @@ class ModelServer(ScriptedServer):
 
     model: Model = staticmethod(lambda body: "Hello.")  # type: ignore[assignment]
     answered = 0
+    takes_tools = False  # True: tools sent natively reach the model (no tool parser)
 
     def _take(self, body: dict[str, Any], recorded: Recorded) -> Reply:
         if is_probe(body.get("messages")):
             return super()._take(body, recorded)
         self.record(recorded)
-        if "tools" in body:
+        if "tools" in body and not self.takes_tools:
             return Reply("this model does not support tools", status=400)
         self.answered += 1
         reply = self.model(body)
@@ -116,6 +117,17 @@ def good_only_under(syntax: str) -> Model:
         return _written(syntax, expected)
 
     return answer
+
+
+def good_only_with_native_tools(body: dict[str, Any]) -> str:
+    """A model that answers every probe right when the server's template words the tools (they
+    came natively), and in text only when they are in the prompt."""
+    expected, result = _expected(body)
+    if result is not None:
+        return f"Here is what I found: {result}."
+    if expected is None:
+        return "Hello! Happy to help."
+    return _written("json", expected) if "tools" in body else "I am not sure how to do that."
 
 
 def _calibrate_cli(server: ScriptedServer, *args: str) -> tuple[int, str, str]:
@@ -295,3 +307,20 @@ def test_the_probes_the_chosen_configuration_got_wrong_are_named(
     assert status == 0, out
     assert "Chosen: the default (12/13 on the calibration half): no change scored better." in out
     assert "  the chosen configuration got wrong: two calls\n" in out
+
+
+def test_a_model_best_with_its_own_template_gets_native_tools_always(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    model_server.takes_tools = True
+    model_server.model = good_only_with_native_tools
+    profile = tmp_path / "profile.toml"
+    status, out, _ = _calibrate_cli(model_server, "--write", str(profile))
+    assert status == 0, out
+    assert "native tools: taken, but the server reads no calls" in out
+    assert (
+        "not tried: native_tools='auto' (the server refused native tools, or read no call)" in out
+    )
+    assert "Chosen: native_tools='always' (13/13 on the calibration half; the default 4/13)" in out
+    assert "chosen 12/12, default 4/12" in out
+    assert profile.read_text().endswith('match = "m"\nnative_tools = "always"\n')

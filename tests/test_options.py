@@ -78,7 +78,7 @@ def test_the_proxy_takes_every_option_as_a_flag_and_a_config_key() -> None:
         ({"tool_budget": "lots"}, "tool_budget must be a whole number of at least 1"),
         ({"context_window": -5}, "context_window must be a whole number of at least 1"),
         ({"pinned_tools": "Read"}, "pinned_tools must be a list of tool names"),
-        ({"native_tools": "always"}, "native_tools must be one of 'never', 'auto'"),
+        ({"native_tools": "sometimes"}, "native_tools must be one of 'never', 'auto', 'always'"),
         ({"repair_attempts": -1}, "repair_attempts must be a whole number of at least 0"),
     ],
 )

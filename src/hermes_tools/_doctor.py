@@ -280,6 +280,7 @@ class Examined:
     base_url: str  # where its chat completions are
     model: str
     native_calls: bool  # it took tools natively and read the model's call
+    native_taken: bool  # it took tools natively (whether or not it read a call)
     constraint: str | None  # the constraint kind it applies (None: none takes effect)
 
 
@@ -309,7 +310,7 @@ def examine(
         say(f"! the server does not list {model!r} but answers for it; {others}")
     constraint = _constraints(base_url, model, api_key, say)
     _window(base_url, model, api_key, say)
-    return Examined(base_url, model, native.reads_calls, constraint)
+    return Examined(base_url, model, native.reads_calls, native.taken, constraint)
 
 
 def _find_server(
@@ -344,6 +345,7 @@ def _find_server(
 class _Native:
     not_found: str | None = None  # the server's 404 message: the model is not there
     reads_calls: bool = False  # the server took the tools and read the model's call
+    taken: bool = False  # the server took the tools (no refusal)
 
 
 def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> _Native:
@@ -389,7 +391,7 @@ def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], 
         )
     else:
         say("  native tools: taken, but the model made no call (hermes-tools may do better)")
-    return _Native(reads_calls=bool(message.tool_calls))
+    return _Native(reads_calls=bool(message.tool_calls), taken=True)
 
 
 _CONSTRAINT_NAMES = {

@@ -48,9 +48,11 @@ class ToolCallingSettings(BaseModel):
     repair_attempts: int = Field(default=1, ge=0)
     """How many times to ask again when a reply's calls are unusable or a required call is
     missing (0 disables)."""
-    native_tools: Literal["never", "auto"] = "never"
+    native_tools: Literal["never", "auto", "always"] = "never"
     """"auto": send tools natively first, and write them into the prompt where the model or
-    server refuses them (remembered per endpoint and model); "never": always the prompt."""
+    server refuses them (remembered per endpoint and model); "always": natively every time
+    (the chat template words them; calls the server does not read are read from the text);
+    "never": always the prompt."""
     tool_budget: Literal["auto"] | int | None = "auto"
     """Tokens the tools' text may take: when the tools do not fit, the ones the conversation
     needs are shown in full and the others as one-line catalogue entries (still callable).

@@ -27,7 +27,7 @@ class Knob:
 # Most telling first: whether the server's own tool parser is better than the prompt, then what
 # the prompt looks like, then how the reply is read and held.
 KNOBS: tuple[Knob, ...] = (
-    Knob("native_tools", "never", ("auto",)),
+    Knob("native_tools", "never", ("auto", "always")),
     Knob("syntax", "json", tuple(s for s in SYNTAXES if s != "json")),
     Knob("call_tag", "tool_call", ("function_call",)),
     Knob("call_example", False, (True,)),

@@ -83,6 +83,19 @@ def run(
     )
 
 
+def _native_knob(knob: Knob, examined: Examined, skipped: list[str]) -> Knob:
+    """ "auto" where the server read a native call; "always" where it took the tools."""
+    others = []
+    for value in knob.others:
+        if value == "auto" and not examined.native_calls:
+            skipped.append("native_tools='auto' (the server refused native tools, or read no call)")
+        elif value == "always" and not examined.native_taken:
+            skipped.append("native_tools='always' (the server refused native tools)")
+        else:
+            others.append(value)
+    return Knob(knob.name, knob.default, tuple(others))
+
+
 def _usable_knobs(
     knobs: Sequence[Knob], examined: Examined, syntaxes: tuple[str, ...] | None
 ) -> tuple[list[Knob], list[str]]:
@@ -90,9 +103,8 @@ def _usable_knobs(
     usable: list[Knob] = []
     skipped: list[str] = []
     for knob in knobs:
-        if knob.name == "native_tools" and not examined.native_calls:
-            skipped.append("native_tools='auto' (the server refused native tools, or read no call)")
-            continue
+        if knob.name == "native_tools":
+            knob = _native_knob(knob, examined, skipped)
         if knob.name == "constrain" and examined.constraint is None:
             skipped.append("constrain='auto' (no constraint takes effect on this server)")
             continue

@@ -12,7 +12,7 @@ from typing import Any, cast
 from hermes_tools._constrain.servers import ServerKind, probe_requests
 from hermes_tools._policy.constraint_setting import Constrain
 from hermes_tools._policy.endpoint_memory import UNKNOWN
-from hermes_tools._policy.native import NativeFirst
+from hermes_tools._policy.native import REFUSED_MEMORY, NativeFirst
 from hermes_tools._policy.prepared import PreparedRequest
 
 
@@ -23,8 +23,15 @@ class EndpointUse:
         options = prepared.options
         toolbox, choice = prepared.toolbox, prepared.choice
         self._prepared = prepared
-        self._native_first = NativeFirst(endpoint) if options.native_tools == "auto" else None
-        # The first attempt sends the tools as they are.
+        self._always = options.native_tools == "always"
+        self._native_first = (
+            None
+            if options.native_tools == "never"
+            else NativeFirst(endpoint, REFUSED_MEMORY)
+            if self._always
+            else NativeFirst(endpoint)
+        )
+        # The first attempt sends the tools as they are (with "always", every attempt).
         self.native = (
             self._native_first is not None
             and bool(toolbox)
@@ -49,7 +56,10 @@ class EndpointUse:
 
     def native_attempt_ended(self, native_calls: bool, text_calls: bool) -> None:
         """The tools went natively: native calls came back, or calls came in the text (the
-        server reads none: write the tools into the prompt from now on), or neither."""
+        server reads none: write the tools into the prompt from now on), or neither. With
+        "always" they go natively again."""
+        if self._always:
+            return
         self.native = False
         if native_calls:
             self._remember_native(True)

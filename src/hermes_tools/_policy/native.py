@@ -1,4 +1,5 @@
-"""Native tools first, where asked (`native_tools="auto"`): what each endpoint and model did.
+"""Native tools, where asked (`native_tools="auto"` or `"always"`): what each endpoint and
+model did.
 
 With "auto" a request goes out with its tools as they are; when the model or server refuses
 them (Ollama's 400 "... does not support tools", vLLM's 400 asking for
@@ -7,6 +8,12 @@ them (Ollama's 400 "... does not support tools", vLLM's 400 asking for
 answered by writing the tools into the prompt, and the choice is remembered for that endpoint
 and model for the life of the process. A model that answered with native calls is sent tools
 natively from then on.
+
+With "always" every request goes out with its tools as they are, so the server's chat template
+writes them in the words the model was trained on, and the calls the server does not read
+(a server with a chat template but no tool parser) are read from the reply's text; requests
+asking again carry the tools too. Only a refusal writes the tools into the prompt instead
+(remembered apart from "auto"'s choices).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass, field
 
 from hermes_tools._policy.endpoint_memory import EndpointMemory
 
-NATIVE_TOOLS_MODES = ("never", "auto")
+NATIVE_TOOLS_MODES = ("never", "auto", "always")
 
 # What servers and model classes say when a model takes no tools (compared in lower case).
 _REFUSALS = (
@@ -46,6 +53,8 @@ def refuses_tools(error: BaseException) -> bool:
 # Per endpoint and model: True once native calls came back, False once tools had to be
 # written into the prompt.
 PROCESS_MEMORY: EndpointMemory[bool] = EndpointMemory()
+# For "always": False once the model or server refused tools (nothing else turns them off).
+REFUSED_MEMORY: EndpointMemory[bool] = EndpointMemory()
 
 
 @dataclass(frozen=True)

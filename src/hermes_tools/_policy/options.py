@@ -63,7 +63,9 @@ class ReplyOptions:
         default="never",
         metadata=_option(
             '"auto": send tools natively first, and write them into the prompt where the model '
-            "or server refuses them (remembered per endpoint and model)"
+            'or server refuses them (remembered per endpoint and model); "always": send them '
+            "natively every time (the chat template words them) and read calls from the text "
+            "where the server does not"
         ),
     )
     constrain: str = field(

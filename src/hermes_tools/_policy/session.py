@@ -79,10 +79,13 @@ class ReplySession:
 
     def request(self) -> dict[str, Any]:
         """The body of the next upstream request: plain chat, the tools in the prompt (or,
-        for a first attempt with native tools, the request as it came)."""
+        with native tools, the request as it came and the turns asking again)."""
         fields = self.endpoint_use.constraint_for_request()
         if self.endpoint_use.native:
-            return dict(self._prepared.original)
+            original = dict(self._prepared.original)
+            if self._asking.turns:
+                original["messages"] = [*original["messages"], *self._asking.turns]
+            return original
         messages = self._shown.conversation() + self._asking.turns
         body = {**self._prepared.upstream, "messages": messages}
         return body if fields is None else {**body, **fields}

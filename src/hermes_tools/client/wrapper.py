@@ -362,7 +362,10 @@ def wrap(
     `native_tools="auto"` sends tools natively first; where the model or server refuses them
     (or answers with a call in its text), the request is answered by writing them into the
     prompt, and that is remembered for the endpoint and model for the life of the process.
-    The default, "never", always writes them into the prompt.
+    `native_tools="always"` sends them natively every time, so the server's chat template
+    words them as the model was trained on, and reads the calls the server leaves in the text;
+    only a refusal writes them into the prompt. The default, "never", always writes them into
+    the prompt.
 
     `constrain="auto"` has the server hold the reply to the tools: free text, or calls whose
     arguments follow their tool's schema (a call required or named: only calls). The endpoint
