@@ -6,7 +6,7 @@ into the prompt (remembered apart from "auto"'s choices).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ import hermes_tools
 from hermes_tools._policy.native import PROCESS_MEMORY, REFUSED_MEMORY
 from hermes_tools.langchain import with_tool_calling
 from scripted_server import Reply, ScriptedServer
+from serve_helpers import RunningProxy
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
 TOOLS = [
@@ -137,3 +138,14 @@ def test_a_framework_model_sends_its_tools_natively_every_time(server: ScriptedS
         ]
     bodies = [r.body for r in server.requests if r.path == "/api/chat"]
     assert [bool(body.get("tools")) for body in bodies] == [True, True]
+
+
+def test_the_proxy_sends_a_rules_tools_natively_every_time(
+    server: ScriptedServer, start_proxy: Callable[..., RunningProxy]
+) -> None:
+    proxy = start_proxy(models=[{"match": "qwen*", "native_tools": "always"}])
+    server.script(Reply(CALL), Reply(CALL), Reply(CALL))
+    client = OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+    for model in ("qwen2.5-coder", "qwen2.5-coder", "gemma3"):
+        assert names(client.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS))
+    assert [bool(body.get("tools")) for body in server.bodies()] == [True, True, False]
