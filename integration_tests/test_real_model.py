@@ -107,6 +107,27 @@ def test_wrap_runs_a_real_call_and_answers_from_its_result(stream: bool) -> None
     assert "17" in (final.message.content or "")
 
 
+def test_native_tools_always_calls_through_the_models_own_template_and_answers() -> None:
+    """The local server words the tools with the model's chat template and reads no calls;
+    the call is read from the text, and the answer comes after a turn whose assistant message
+    has null content (OpenAI's shape), which the local server takes."""
+    with _client() as raw:
+        client = hermes_tools.wrap(raw, native_tools="always")
+        messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+        first = _create(client, messages, False).choices[0]
+        (call,) = first.message.tool_calls
+        assert call.function.name == "get_weather"
+        result = get_weather_now(json.loads(call.function.arguments)["city"])
+        assert result == WEATHER["paris"]
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+            {"role": "tool", "tool_call_id": call.id, "content": result},
+        ]
+        final = _create(client, messages, False).choices[0]
+    assert not final.message.tool_calls
+    assert "17" in (final.message.content or "")
+
+
 async def test_async_streamed_call_has_the_arguments_the_model_wrote() -> None:
     endpoint = live.current()
     async with AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key) as raw:
