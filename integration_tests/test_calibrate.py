@@ -324,3 +324,24 @@ def test_a_model_best_with_its_own_template_gets_native_tools_always(
     assert "Chosen: native_tools='always' (13/13 on the calibration half; the default 4/13)" in out
     assert "chosen 12/12, default 4/12" in out
     assert profile.read_text().endswith('match = "m"\nnative_tools = "always"\n')
+
+
+def test_native_tools_always_is_not_tried_where_the_model_made_no_call_with_them(
+    model_server: ModelServer,
+) -> None:
+    """A server that takes tools but whose chat template drops them: with native tools the
+    model never sees them, so a configuration sending them natively is not tried."""
+    good = good_only_under("json")
+    model_server.takes_tools = True
+    model_server.model = lambda body: (
+        good(body) if "<tools>" in "\n".join(_texts(body)) else "Hello! Happy to help."
+    )
+    status, out, _ = _calibrate_cli(model_server, "--syntax", "json")
+    assert status == 0, out
+    assert "native tools: taken, but the model made no call" in out
+    assert (
+        "not tried: native_tools='always' (the server refused native tools, or the model made "
+        "no call with them)" in out
+    )
+    table = out.split("Configurations tried")[1].split("not tried")[0]
+    assert "native_tools='always'" not in table

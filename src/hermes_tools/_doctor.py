@@ -280,7 +280,7 @@ class Examined:
     base_url: str  # where its chat completions are
     model: str
     native_calls: bool  # it took tools natively and read the model's call
-    native_taken: bool  # it took tools natively (whether or not it read a call)
+    native_shown: bool  # it took tools natively and the model called (its template shows them)
     constraint: str | None  # the constraint kind it applies (None: none takes effect)
 
 
@@ -310,7 +310,7 @@ def examine(
         say(f"! the server does not list {model!r} but answers for it; {others}")
     constraint = _constraints(base_url, model, api_key, say)
     _window(base_url, model, api_key, say)
-    return Examined(base_url, model, native.reads_calls, native.taken, constraint)
+    return Examined(base_url, model, native.reads_calls, native.shown, constraint)
 
 
 def _find_server(
@@ -345,7 +345,7 @@ def _find_server(
 class _Native:
     not_found: str | None = None  # the server's 404 message: the model is not there
     reads_calls: bool = False  # the server took the tools and read the model's call
-    taken: bool = False  # the server took the tools (no refusal)
+    shown: bool = False  # the server took the tools and the model called, natively or in text
 
 
 def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> _Native:
@@ -379,19 +379,22 @@ def _native_tools(base_url: str, model: str, api_key: str, say: Callable[[str], 
     finally:
         client.close()
     message = reply.choices[0].message
+    text_calls = bool(parse(message.content or "", [WEATHER]).tool_calls)
     if message.tool_calls:
         say(
             "  native tools: the server takes them and reads calls (native_tools='auto' would "
             "use them; hermes-tools still helps where the model writes calls it cannot read)"
         )
-    elif parse(message.content or "", [WEATHER]).tool_calls:
+    elif text_calls:
         say(
             "  native tools: taken, but the server reads no calls: the model wrote one as "
             "text (no tool parser): hermes-tools reads it"
         )
     else:
         say("  native tools: taken, but the model made no call (hermes-tools may do better)")
-    return _Native(reads_calls=bool(message.tool_calls), taken=True)
+    return _Native(
+        reads_calls=bool(message.tool_calls), shown=bool(message.tool_calls) or text_calls
+    )
 
 
 _CONSTRAINT_NAMES = {

@@ -84,13 +84,17 @@ def run(
 
 
 def _native_knob(knob: Knob, examined: Examined, skipped: list[str]) -> Knob:
-    """ "auto" where the server read a native call; "always" where it took the tools."""
+    """`"auto"` where the server read a native call; `"always"` where the model called with
+    the tools sent natively (a chat template that drops them would hide them from it)."""
     others = []
     for value in knob.others:
         if value == "auto" and not examined.native_calls:
             skipped.append("native_tools='auto' (the server refused native tools, or read no call)")
-        elif value == "always" and not examined.native_taken:
-            skipped.append("native_tools='always' (the server refused native tools)")
+        elif value == "always" and not examined.native_shown:
+            skipped.append(
+                "native_tools='always' (the server refused native tools, or the model made no "
+                "call with them)"
+            )
         else:
             others.append(value)
     return Knob(knob.name, knob.default, tuple(others))
