@@ -56,7 +56,7 @@ def test_the_search_varies_one_knob_at_a_time_from_the_best_so_far() -> None:
             Candidate(): 3,
             qwen: 5,
             Candidate().with_change("syntax", "pythonic"): 4,
-            qwen.with_change("tool_result_role", "tool"): 6,
+            qwen.with_change("tool_result_role", "tool"): 7,
         }
     )
     measured = _searched(scores, [KNOB_A, KNOB_B, KNOB_C])
@@ -83,7 +83,9 @@ def test_the_search_tries_one_configuration_per_value_not_per_combination() -> N
 
 
 def test_a_change_that_scores_the_same_is_kept_only_for_clearly_fewer_tokens_or_time() -> None:
-    assert better(_result(5), _result(4, tokens=10, seconds=1))
+    assert better(_result(6), _result(4, tokens=10, seconds=1))  # two more right, whatever it costs
+    assert not better(_result(5), _result(4, tokens=10, seconds=1))  # one more is noise
+    assert better(_result(5, tokens=80), _result(4, tokens=100))  # ... and clearly fewer tokens
     assert not better(_result(4, tokens=10), _result(5, tokens=1000))
     assert better(_result(5, tokens=80), _result(5, tokens=100))
     assert not better(_result(5, tokens=95), _result(5, tokens=100))  # noise, not a reason
