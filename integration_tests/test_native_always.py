@@ -15,26 +15,14 @@ from langchain_ollama import ChatOllama
 from openai import OpenAI
 
 import hermes_tools
+from endpoint_helpers import WEATHER_TOOL
 from hermes_tools._policy.native import PROCESS_MEMORY, REFUSED_MEMORY
 from hermes_tools.langchain import with_tool_calling
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [WEATHER_TOOL]
 QUESTION = [{"role": "user", "content": "Weather in Oslo?"}]
 
 
