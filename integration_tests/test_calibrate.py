@@ -151,6 +151,10 @@ def test_a_model_good_only_under_one_syntax_gets_it_chosen_and_written(
     assert "not tried: think_open=True (not a reasoning model" in out
     assert "Configurations tried: 7, on the calibration half (13 probes" in out
     assert "  call_example=True" in out
+    assert (
+        "not tried: syntax='qwen3_coder', template='qwen2.5' (a named template teaches JSON "
+        "calls, not another syntax)" in out
+    )
     lines = out.splitlines()
     (default,) = [line for line in lines if line.endswith("  default")]
     assert default.startswith("   4/13  0/9 ")  # only the probes without a call
@@ -196,6 +200,36 @@ def test_the_written_profile_is_a_serve_config_that_gives_the_chosen_options(
     assert settings.endpoint_for("m2") == 0
 
 
+def good_only_with_trained_wording(body: dict[str, Any]) -> str:
+    """A model that calls right only when the prompt is the wording it was trained on: the tools
+    in OpenAI's shape and no sentences added to the call format."""
+    expected, result = _expected(body)
+    if result is not None:
+        return f"Here is what I found: {result}."
+    if expected is None:
+        return "Hello! Happy to help."
+    prompt = "\n".join(_texts(body))
+    trained = '{"type": "function"' in prompt and "Don't make assumptions" not in prompt
+    return _written("json", expected) if trained else "I am not sure how to do that."
+
+
+def test_a_model_best_with_the_wording_it_was_trained_on_gets_the_named_template(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    model_server.model = good_only_with_trained_wording
+    profile = tmp_path / "profile.toml"
+    status, out, _ = _calibrate_cli(model_server, "--write", str(profile))
+    assert status == 0, out
+    assert "Chosen: template='qwen2.5' (13/13 on the calibration half; the default 4/13)" in out
+    assert "not tried: call_example=True, template='qwen2.5' (a named template writes" in out
+    assert profile.read_text().endswith('[[models]]\nmatch = "m"\ntemplate = "qwen2.5"\n')
+    settings = ServeSettings(
+        upstream=model_server.base_url, models=load_config(str(profile)).models
+    )
+    endpoint = settings.endpoints[settings.endpoint_for("m")]
+    assert endpoint.format == HermesFormat(template="qwen2.5")
+
+
 def test_an_endpoint_that_fails_part_way_keeps_what_was_measured_and_writes_nothing(
     model_server: ModelServer, tmp_path: Path
 ) -> None:
@@ -230,7 +264,7 @@ def test_a_model_that_never_calls_gets_a_plain_statement_and_no_profile(
     status, out, _ = _calibrate_cli(model_server, "--write", str(profile))
     assert status == 1, out
     assert (
-        "m cannot call tools reliably here: it made no call right under any of the 7 "
+        "m cannot call tools reliably here: it made no call right under any of the 8 "
         "configurations tried (best score 3/13, 0/9 calls). No profile is written" in out
     )
     assert "[[models]]" not in out

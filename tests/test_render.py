@@ -54,6 +54,24 @@ def test_the_earlier_prompt_stays_reachable() -> None:
     assert "<function=function_name>" in xml
 
 
+def test_the_named_template_is_the_default_without_its_added_sentences_and_tools_in_openai_shape() -> (
+    None
+):
+    named = HermesFormat(template="qwen2.5", call_tag="fn")
+    prompt = named.system_prompt(TOOLS, tool_choice="required")
+    default = HermesFormat(call_tag="fn").system_prompt(TOOLS, tool_choice="required")
+    assert prompt.startswith(default[: default.index("<tools>")])
+    assert all(line["type"] == "function" for line in tool_lines(prompt))
+    assert prompt.endswith(
+        '<fn>\n{"name": <function-name>, "arguments": <args-json-object>}\n</fn>\n'
+        "In this reply you must call at least one function."
+    )
+    assert "Don't make assumptions" in default and "Don't make assumptions" not in prompt
+    assert named == HermesFormat(template=named.template, call_tag="fn")
+    with pytest.raises(FormatOptionError, match=r"or name a built-in template \('qwen2.5'\)"):
+        HermesFormat(template="qwen2")
+
+
 def test_the_default_prompt_never_shows_the_results_tag() -> None:
     # Small models told about <tool_response> write made-up results (bench/model_eval.py).
     for syntax in ("json", "qwen3_coder", "pythonic"):

@@ -16,7 +16,14 @@ from hermes_tools._constrain.servers import SERVER_KINDS, constraint_fields
 from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._parse.tags import check_tag_name
 from hermes_tools._render.conversation import RenderOptions, render_conversation
-from hermes_tools._render.prompt import SYNTAXES, Syntax, ToolChoice, system_prompt, tool_choice
+from hermes_tools._render.prompt import (
+    SYNTAXES,
+    TEMPLATES,
+    Syntax,
+    ToolChoice,
+    system_prompt,
+    tool_choice,
+)
 from hermes_tools._render.prompt import legacy_template as legacy_template
 from hermes_tools._tools.selection import (
     ToolView,
@@ -43,7 +50,10 @@ class HermesFormat:
       `{response_tag}` are filled in).
     - `template`: replaces the whole tools prompt; `{tools}` becomes the tool schemas, one JSON
       object per line, and `{tool_choice}` the tool-choice rule (appended when absent).
-      `hermes_tools.format.legacy_template()` is the earlier default tools prompt.
+      `hermes_tools.format.legacy_template()` is the earlier default tools prompt. A name
+      stands for a built-in template: "qwen2.5" is the tools text of Qwen2.5's own chat
+      template (what Qwen2.5 and Hermes-style models were trained on, without the default's
+      added sentences).
     - `tool_result_role`: "user" (works everywhere) or "tool" (for servers whose chat template
       renders tool messages itself).
     - `system_prompt_in_user`: fold system text into the first user message, for chat
@@ -92,6 +102,8 @@ class HermesFormat:
             raise FormatOptionError(
                 f"tool_result_role must be 'user' or 'tool', not {self.tool_result_role!r}."
             )
+        if self.template in TEMPLATES:
+            object.__setattr__(self, "template", TEMPLATES[self.template])
         if self.template is not None and self.call_example:
             raise FormatOptionError(
                 "call_example adds to the default prompt; a template writes the whole prompt, "
@@ -99,7 +111,8 @@ class HermesFormat:
             )
         if self.template is not None and "{tools}" not in self.template:
             raise FormatOptionError(
-                "template must contain the {tools} placeholder where the tool schemas go."
+                "template must contain the {tools} placeholder where the tool schemas go, "
+                f"or name a built-in template ({', '.join(map(repr, TEMPLATES))})."
             )
 
     @classmethod

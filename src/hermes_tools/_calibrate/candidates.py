@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_tools._render.prompt import SYNTAXES
+from hermes_tools._render.prompt import SYNTAXES, TEMPLATES
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Knob:
 KNOBS: tuple[Knob, ...] = (
     Knob("native_tools", "never", ("auto", "always")),
     Knob("syntax", "json", tuple(s for s in SYNTAXES if s != "json")),
+    Knob("template", None, tuple(TEMPLATES)),
     Knob("call_tag", "tool_call", ("function_call",)),
     Knob("call_example", False, (True,)),
     Knob("tool_result_role", "user", ("tool",)),
@@ -62,6 +63,19 @@ class Candidate:
         if not self.changes:
             return "default"
         return ", ".join(f"{name}={value!r}" for name, value in self.changes)
+
+
+def clash(candidate: Candidate) -> str | None:
+    """Why options of a candidate cannot go together, or None: a named template writes the
+    whole prompt, teaching JSON calls."""
+    options = candidate.options
+    if "template" not in options:
+        return None
+    if options.get("syntax", "json") != "json":
+        return "a named template teaches JSON calls, not another syntax"
+    if options.get("call_example"):
+        return "a named template writes the whole prompt; no example call is added to it"
+    return None
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,7 @@ class CoordinateSearch:
         self._next_step = 0
         self.tried: list[Tried] = []
         self.best: Tried | None = None
+        self.clashed: list[str] = []  # candidates not tried, and why
 
     @property
     def planned(self) -> int:
@@ -132,10 +147,15 @@ class CoordinateSearch:
     def next(self) -> Candidate | None:
         if self.best is None:
             return Candidate() if not self.tried else None
-        if self._next_step >= len(self._steps):
-            return None
-        name, value = self._steps[self._next_step]
-        return self.best.candidate.with_change(name, value)
+        while self._next_step < len(self._steps):
+            name, value = self._steps[self._next_step]
+            candidate = self.best.candidate.with_change(name, value)
+            reason = clash(candidate)
+            if reason is None:
+                return candidate
+            self.clashed.append(f"{candidate.label} ({reason})")
+            self._next_step += 1
+        return None
 
     def record(self, candidate: Candidate, result: Result) -> None:
         if self.best is not None:

@@ -147,7 +147,7 @@ def _report(
     best = search.best
     for tried in search.tried:
         say(_row(tried, chosen=tried is best and measurer.failure is None))
-    for reason in skipped:
+    for reason in [*skipped, *search.clashed]:
         say(f"  not tried: {reason}")
     if measurer.reused:
         say(

@@ -35,13 +35,14 @@ _HOW_TO_USE = (
     "Don't make assumptions about what values to plug into functions."
 )
 
-JSON_INSTRUCTIONS = (
+_JSON_CALL_FORMAT = (
     "For each function call, return a json object with function name and arguments within "
     "<{call_tag}></{call_tag}> XML tags:\n"
     "<{call_tag}>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n'
-    "</{call_tag}>\n\n" + _HOW_TO_USE
+    "</{call_tag}>"
 )
+JSON_INSTRUCTIONS = f"{_JSON_CALL_FORMAT}\n\n{_HOW_TO_USE}"
 
 QWEN3_CODER_INSTRUCTIONS = (
     "For each function call, write a <{call_tag}></{call_tag}> block in exactly this form:\n"
@@ -111,6 +112,12 @@ def example_call(syntax: Syntax, call_tag: str) -> str:
         f"<{call_tag}>\n{_EXAMPLE_CALLS[syntax]}\n</{call_tag}>"
     )
 
+
+# Templates a user names instead of writing one (`template="qwen2.5"`). "qwen2.5": the tools
+# text of Qwen2.5's own chat template, which Qwen2.5 and Hermes-style fine-tunes were trained
+# on: the default's first lines and call format without the sentences added to them, the tools
+# in OpenAI's shape. Some small models call better with exactly what they were trained on.
+TEMPLATES = {"qwen2.5": f"{PREAMBLE}\n<tools>\n{{tools}}\n</tools>\n\n{_JSON_CALL_FORMAT}"}
 
 _INSTRUCTIONS = {
     "json": JSON_INSTRUCTIONS,
