@@ -17,7 +17,7 @@ import pytest
 import live
 from hermes_tools import _calibrate
 from hermes_tools._calibrate.candidates import KNOBS
-from hermes_tools._calibrate.probes import PROBES, reduced
+from hermes_tools._calibrate.probes import PROBES, reduced, split
 from hermes_tools._constrain.servers import is_probe
 from hermes_tools._policy.context_window import PROCESS_MEMORY
 from hermes_tools._policy.options import ReplyOptions
@@ -228,6 +228,33 @@ def test_a_model_best_with_the_wording_it_was_trained_on_gets_the_named_template
     )
     endpoint = settings.endpoints[settings.endpoint_for("m")]
     assert endpoint.format == HermesFormat(template="qwen2.5")
+
+
+def test_a_model_that_calls_poorly_is_told_the_most_any_configuration_got(
+    model_server: ModelServer,
+) -> None:
+    # One call right under call_tag="function_call" only: a one-probe gain is a tie, so the
+    # default stays chosen, but the statement gives the best any configuration did.
+    (first, *_) = [probe for probe in split(PROBES)[0] if probe.case.expected is not None]
+    question = first.case.messages[0]["content"]
+
+    def answer(body: dict[str, Any]) -> str:
+        expected, result = _expected(body)
+        if result is not None or expected is None:
+            return "Hello."
+        prompt = "\n".join(_texts(body))
+        if question in prompt and "<function_call>" in prompt:
+            return _written("json", expected).replace("tool_call>", "function_call>")
+        return "I am not sure how to do that."
+
+    model_server.model = answer
+    status, out, _ = _calibrate_cli(model_server)
+    assert status == 1, out
+    assert "Chosen: the default (" in out
+    assert (
+        "Tool calling does not work well on m: at best 1/9 call probes right (the chosen "
+        "configuration 0). The closest profile:" in out
+    )
 
 
 def test_an_endpoint_that_fails_part_way_keeps_what_was_measured_and_writes_nothing(

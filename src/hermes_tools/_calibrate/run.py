@@ -200,9 +200,15 @@ def _report(
     say(took)
     works = best.result.calls_right * 2 >= best.result.call_probes
     if not works:
+        most = max(tried.result.calls_right for tried in search.tried)
+        chosen_calls = (
+            f" (the chosen configuration {best.result.calls_right})"
+            if most != best.result.calls_right
+            else ""
+        )
         say(
-            f"\nTool calling does not work well on {model}: at best {best.result.calls_right}/"
-            f"{best.result.call_probes} call probes right. The closest profile:"
+            f"\nTool calling does not work well on {model}: at best {most}/"
+            f"{best.result.call_probes} call probes right{chosen_calls}. The closest profile:"
         )
     text = profile_text(model, chosen.options, _comments(examined, search, held, chosen))
     say("\n" + text.rstrip())
