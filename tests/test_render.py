@@ -66,7 +66,8 @@ def test_the_named_template_is_the_default_without_its_added_sentences_and_tools
         '<fn>\n{"name": <function-name>, "arguments": <args-json-object>}\n</fn>\n'
         "In this reply you must call at least one function."
     )
-    assert "Don't make assumptions" in default and "Don't make assumptions" not in prompt
+    assert "Don't make assumptions" in default
+    assert "Don't make assumptions" not in prompt
     assert named == HermesFormat(template=named.template, call_tag="fn")
     with pytest.raises(FormatOptionError, match=r"or name a built-in template \('qwen2.5'\)"):
         HermesFormat(template="qwen2")
