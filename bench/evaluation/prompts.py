@@ -117,6 +117,22 @@ VARIANTS["x-only-when"] = Variant(
         )
     },
 )
+# The default less one of the sentences added to Qwen2.5's wording, to see what each buys (the
+# instructions are JSON ones, so the qwen3_coder cases are taught JSON, as under the qwen peer).
+_ADDED = {
+    "x-without-blocks": "Write one <{call_tag}></{call_tag}> block for each call; a reply may "
+    "hold several. ",
+    "x-without-answer": "Once you have the results you need, answer the user from them. ",
+    "x-without-direct": "If no function is needed, answer directly. ",
+    "x-without-assume": " Don't make assumptions about what values to plug into functions.",
+}
+for _name, _sentence in _ADDED.items():
+    assert _sentence in JSON_INSTRUCTIONS, _name
+    VARIANTS[_name] = Variant(
+        _name,
+        f"experiment: the default without {_sentence.strip()!r}",
+        {"instructions": JSON_INSTRUCTIONS.replace(_sentence, "")},
+    )
 # The default's tool list is compact JSON without OpenAI's wrapper; the 0.5B model sometimes
 # echoes it as if its lines were calls. Same wording, tools as Qwen's template lists them
 # (a template: the JSON instructions also for the qwen3_coder cases, as under the qwen peer).
