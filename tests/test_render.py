@@ -54,9 +54,7 @@ def test_the_earlier_prompt_stays_reachable() -> None:
     assert "<function=function_name>" in xml
 
 
-def test_the_named_template_is_the_default_without_its_added_sentences_and_tools_in_openai_shape() -> (
-    None
-):
+def test_the_named_template_is_the_default_less_its_added_sentences() -> None:
     named = HermesFormat(template="qwen2.5", call_tag="fn")
     prompt = named.system_prompt(TOOLS, tool_choice="required")
     default = HermesFormat(call_tag="fn").system_prompt(TOOLS, tool_choice="required")

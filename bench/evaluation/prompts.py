@@ -3,7 +3,7 @@
 Every variant is read by the same parser and goes through the same endpoint layer (`wrap`);
 only the format options (the tools prompt, how history is written) and the request differ.
 Peer wording is reproduced as a fact about what models were trained on or what users copy:
-- qwen: Qwen2.5's own chat-template text for tools;
+- qwen: Qwen2.5's own chat-template text for tools (the package's named template "qwen2.5");
 - hermes2pro: NousResearch Hermes-2-Pro's function-calling system prompt;
 - tooluser: the prompt of the `tooluser` package (0.2.4).
 """
@@ -15,15 +15,6 @@ from typing import Any
 
 from hermes_tools._render.prompt import JSON_INSTRUCTIONS, PREAMBLE
 from hermes_tools.format import legacy_template
-
-QWEN_TEMPLATE = (
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
-    "{tools}\n</tools>\n\n"
-    "For each function call, return a json object with function name and arguments within "
-    "<tool_call></tool_call> XML tags:\n<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
-)
 
 HERMES2PRO_TEMPLATE = (
     "You are a function calling AI model. You are provided with function signatures within "
@@ -80,7 +71,7 @@ VARIANTS: dict[str, Variant] = {
     variant.name: variant
     for variant in [
         Variant("default", "hermes-tools' default prompt and request"),
-        Variant("qwen", "Qwen2.5's chat-template wording", {"template": QWEN_TEMPLATE}, peer=True),
+        Variant("qwen", "Qwen2.5's chat-template wording", {"template": "qwen2.5"}, peer=True),
         Variant(
             "hermes2pro",
             "NousResearch Hermes-2-Pro's system prompt",
