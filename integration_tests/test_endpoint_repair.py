@@ -436,6 +436,63 @@ def test_an_empty_reply_cut_by_max_tokens_is_not_asked_again(
     assert len(server.bodies()) == 1
 
 
+# -- the call just answered, written again (see hermes_tools._tools.repeats) -----------------
+
+ANSWERED = [
+    *QUESTION,
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},
+]
+
+
+def test_the_call_just_answered_written_again_is_asked_to_answer_from_its_result(
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = wrap(openai_client)
+    answer = "It is 18 C and sunny in Paris."
+    whole, streamed = both_ways(client, server, [Reply(FIXED, chunks=4), answer], ANSWERED)
+    same_answer(whole, streamed)
+    message = whole.choices[0].message
+    assert (message.content, message.tool_calls) == (answer, None)
+    (repair,) = message.repairs
+    assert 'You called get_weather({"city": "Paris"}) just now' in repair["reason"]
+    assert "Answer the user from that result" in repair["reason"]
+
+
+def test_the_call_just_answered_written_twice_stands(
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    # The caller may want it run again (a job polled until it is done).
+    client = wrap(openai_client)
+    whole, streamed = both_ways(client, server, [FIXED, Reply(FIXED, chunks=3)], ANSWERED)
+    same_answer(whole, streamed)
+    (call,) = whole.choices[0].message.tool_calls
+    assert json.loads(call.function.arguments) == {"city": "Paris"}
+    assert len(server.bodies()) == 4
+
+
+def test_another_call_after_a_result_is_not_asked_about(
+    wrap: Any, server: ScriptedServer, openai_client: OpenAI
+) -> None:
+    client = wrap(openai_client)
+    other = FIXED.replace('"Paris"', '"paris", "unit": "celsius"')
+    whole, streamed = both_ways(client, server, [other], ANSWERED)
+    same_answer(whole, streamed)
+    (call,) = whole.choices[0].message.tool_calls
+    assert json.loads(call.function.arguments) == {"city": "paris", "unit": "celsius"}
+    assert len(server.bodies()) == 2
+
+
 # -- calls with values nobody said (see hermes_tools._tools.grounding) ------------------------------------
 
 SMALL_TALK = [{"role": "user", "content": "Hi there! How are you today?"}]

@@ -38,8 +38,14 @@ from hermes_tools._policy.reply import (
     Held,
     WireCall,
 )
-from hermes_tools._render.sentences import copied_from_description, nobody_said, shortened
+from hermes_tools._render.sentences import (
+    called_again,
+    copied_from_description,
+    nobody_said,
+    shortened,
+)
 from hermes_tools._tools.argument_fit import fit_arguments
+from hermes_tools._tools.repeats import call_key
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -361,6 +367,8 @@ class ChoiceAttempt:
             return copied_from_description(call, copied)
         if not self._rules.ask_unsaid or self._after_live_text():
             return ""
+        if call_key(call.name, call.arguments) in self._rules.answered:
+            return called_again(call)
         function = self._rules.toolbox.function(call.name)
         values = grounding.ungrounded(call.arguments, function)
         if not values:

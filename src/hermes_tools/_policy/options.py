@@ -53,7 +53,8 @@ class ReplyOptions:
     check_grounding: bool = field(
         default=True,
         metadata=_option(
-            "ask again when a call uses values nobody in the conversation wrote",
+            "ask again when a call uses values nobody in the conversation wrote, or repeats "
+            "the call just answered",
             flag="--no-grounding-check",
             flag_help="accept calls whose values appear nowhere in the conversation without "
             "asking again",

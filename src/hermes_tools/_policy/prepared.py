@@ -26,6 +26,7 @@ from hermes_tools._render import sentences
 from hermes_tools._render.conversation import RESULT_HEAD
 from hermes_tools._render.prompt import ToolChoice
 from hermes_tools._tools.grounding import Grounding
+from hermes_tools._tools.repeats import answered_calls
 from hermes_tools._tools.toolbox import Toolbox
 from hermes_tools._tools.trust import QuotedCalls, conversation_texts
 from hermes_tools.format import HermesFormat
@@ -41,6 +42,7 @@ class CallRules:
     toolbox: Toolbox = field(default_factory=Toolbox)
     grounding: Grounding | None = None  # set when ungrounded calls are asked again
     ask_unsaid: bool = True  # calls of values nobody said are asked again (copies always are)
+    answered: frozenset[tuple[str, str]] = frozenset()  # see `repeats.answered_calls`
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,8 @@ def prepare(
     # Where a call is required, a call of values nobody said is not asked about (the model
     # may not answer instead); a copied example still is.
     ask_unsaid = choice.mode == "auto" and choice.name is None
-    rules = CallRules(choice, parallel is False, toolbox, grounding, ask_unsaid)
+    answered = answered_calls(conversation) if grounding is not None else frozenset()
+    rules = CallRules(choice, parallel is False, toolbox, grounding, ask_unsaid, answered)
     upstream = {k: v for k, v in request.items() if k not in TOOL_PARAMETERS}
     stops = stop_sequences(upstream.get("stop"))
     if toolbox and choice.mode != "none":

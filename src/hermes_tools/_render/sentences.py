@@ -59,8 +59,8 @@ def no_such_tool(errors: str, form: str) -> str:
     the model does not have, or none at all (small models answer small talk with made-up
     tools)."""
     return (
-        f"Your tool call could not be used: {errors}. If the request needs one of these tools, "
-        f"call it as {form}; if it needs none, answer the user directly."
+        f"Your tool call could not be used: {errors}. If the request needs a tool, do what it "
+        f"asks with one of these, written as {form}; if it needs none, answer the user directly."
     )
 
 
@@ -77,6 +77,14 @@ def copied_from_description(call: ToolCall, copied: list[str]) -> str:
         f"You called {quoted_call(call)}, but {', '.join(copied)} comes from the description "
         f"of {call.name}, not from the conversation: call it again with the values the "
         "user gave."
+    )
+
+
+def called_again(call: ToolCall) -> str:
+    return (
+        f"You called {quoted_call(call)} just now, and its result is above. Answer the user "
+        "from that result; call a tool only if the result is not enough, and then not the "
+        "same call again."
     )
 
 
