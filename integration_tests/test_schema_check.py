@@ -70,39 +70,6 @@ def test_a_call_to_a_tool_that_does_not_exist_is_invalid_and_never_streamed(
     assert whole.choices[0].finish_reason == "stop"
 
 
-MADE_UP = '```json\n{\n  "name": "web_search",\n  "arguments": {"query": "Paris weather"}\n}\n```'
-
-
-def test_a_whole_reply_calling_a_made_up_tool_in_a_fence_is_asked_again(
-    wrap: Any, server: ScriptedServer, openai_client: OpenAI
-) -> None:
-    # Small models write a call to a tool they imagine as a fenced JSON object; the caller
-    # gets the call the model writes when told which tools exist, never the JSON as text.
-    client = wrap(openai_client)
-    whole, streamed = both_ways(client, server, [Reply(MADE_UP, chunks=6), FIXED])
-    same_answer(whole, streamed)
-    message = whole.choices[0].message
-    assert [c.function.name for c in message.tool_calls] == ["get_weather"]
-    assert not message.content
-    assert streamed["content"] == ""
-    (repair,) = message.repairs
-    reason = repair["reason"]
-    assert "there is no tool named 'web_search'; the tools are get_weather, get_time" in reason
-    assert "if it needs none, answer the user directly" in reason
-
-
-def test_a_made_up_tool_asked_about_may_be_answered_without_a_call(
-    wrap: Any, server: ScriptedServer, openai_client: OpenAI
-) -> None:
-    client = wrap(openai_client)
-    whole, streamed = both_ways(client, server, [MADE_UP, "It is sunny in Paris."])
-    same_answer(whole, streamed)
-    message = whole.choices[0].message
-    assert message.tool_calls is None or message.tool_calls == []
-    assert message.content == "It is sunny in Paris."
-    assert message.invalid_tool_calls == []
-
-
 def test_a_call_that_fits_is_untouched(
     wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:

@@ -149,37 +149,6 @@ def test_json_that_is_not_a_call_stays_text(text: str) -> None:
     check_all_text(text, TOOLS)
 
 
-UNKNOWN = '{"name": "read_file", "arguments": {"path": "notes.txt"}}'
-
-
-@pytest.mark.parametrize(
-    "text",
-    [UNKNOWN, f"```json\n{UNKNOWN}\n```", f"\n```json\n{UNKNOWN}\n```\n<|im_end|>"],
-)
-def test_a_whole_reply_calling_a_tool_that_does_not_exist_is_a_call(text: str) -> None:
-    # The reply policy finds the call invalid (no such tool) and asks the model again, rather
-    # than handing the caller a JSON call as the answer.
-    result = parse_every_way(text, TOOLS)
-    assert calls_as_dicts(result) == [{"name": "read_file", "arguments": {"path": "notes.txt"}}]
-    assert result.content == ""
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        f"Let me read it.\n{UNKNOWN}",  # after text: it may be an example
-        f"{UNKNOWN} I read the file.",  # text after it
-        f"```json\n{UNKNOWN}\n```\nThat is the call.",
-        '{"name": "Assistant", "arguments": {}}',  # no argument: small talk, answered as JSON
-        '{"name": "read_file", "parameters": {"path": "notes.txt"}}',  # a tool's signature
-        '{"name": "read_file", "arguments": {"path": "a"}, "id": 1}',
-        '{"name": "read file", "arguments": {"path": "a"}}',  # no tool's name
-    ],
-)
-def test_json_naming_no_tool_is_text_unless_it_is_the_whole_reply(text: str) -> None:
-    check_all_text(text, TOOLS)
-
-
 def test_bare_json_calls_can_be_turned_off_and_need_bound_tools() -> None:
     assert parse_every_way(BARE, TOOLS, raw_json=False).content == BARE
     assert parse_every_way(BARE, None).content == BARE

@@ -190,7 +190,6 @@ class _Tentative:
     """Text held back with its events until it is known whether it was a call."""
 
     __slots__ = (
-        "at_reply_start",
         "awaiting_fence_close",
         "channel",
         "events",
@@ -224,9 +223,6 @@ class _Tentative:
         self.quoted = False  # a tagless call in it repeats text of the conversation
         # A call without tags that the reply's text starts with: a call even if text follows.
         self.opens_reply = False
-        # Nothing was written before it: a call to a tool that does not exist may stand here
-        # (see `JsonCallReader`), as long as nothing but calls follows.
-        self.at_reply_start = False
         self.info: list[str] = []  # FENCE_HEAD: the fence's info line so far
         # The closing tag of a call block written inside the fence around the call
         # (```\n<function_call>{...}</function_call>\n```); "" once it came, None: no block.
@@ -535,8 +531,8 @@ class StreamParser:
         self._begin_tentative(self._content, resume=State.CONTENT)
         assert self._tentative is not None
         self._tentative.opens_reply = opens_reply
-        self._tentative.at_reply_start |= opens_reply
-        self._read_tagless_with(reader)
+        self._reader = reader
+        self._state = State.TAGLESS
         return at
 
     def _end_of_turn(self, end: int) -> int:
@@ -564,10 +560,8 @@ class StreamParser:
         self._tick_run = 0
         if run >= 3 and self._ticks_at_line_start:
             if self._tagless:
-                at_reply_start = self._tentative is None and not self._content.started
                 self._begin_tentative(self._content, resume=State.FENCE)
                 assert self._tentative is not None
-                self._tentative.at_reply_start |= at_reply_start
                 self._tentative.raw.append(ticks)
                 self._fence_len = run
                 self._fence_head = 0
@@ -803,15 +797,6 @@ class StreamParser:
         self._object_text = []
         return PythonicCallReader(self, self._toolbox, self._call_block, strict=True)
 
-    def _read_tagless_with(self, reader: Reader) -> None:
-        """Read a call without tags, held in the tentative text begun for it."""
-        tentative = self._tentative
-        assert tentative is not None
-        if isinstance(reader, JsonCallReader):
-            reader.allow_unbound = tentative.at_reply_start
-        self._reader = reader
-        self._state = State.TAGLESS
-
     def _read_tagless(self, reader: Reader, buf: str, pos: int) -> int:
         """Feed a tagless call's reader; a call the conversation already holds is a quote."""
         new_pos = reader.feed(buf, pos)
@@ -821,14 +806,12 @@ class StreamParser:
             if reader.finished and not reader.rejected and tentative is not None:
                 raw = "".join(self._object_text)
                 for event in tentative.events:
-                    if not isinstance(event, ToolCallEnd):
-                        continue
-                    call = event.call
-                    if isinstance(call, ToolCall):
-                        quoted = self._quoted.quotes(raw, call.name, call.arguments)
-                    else:  # a call to a tool that does not exist: quoted as it was written
-                        quoted = self._quoted.quotes(raw, call.name or "", {})
-                    tentative.quoted |= quoted
+                    if (
+                        isinstance(event, ToolCallEnd)
+                        and isinstance(event.call, ToolCall)
+                        and self._quoted.quotes(raw, event.call.name, event.call.arguments)
+                    ):
+                        tentative.quoted = True
         return new_pos
 
     def _in_tagless(self, buf: str, pos: int) -> int:
@@ -939,7 +922,8 @@ class StreamParser:
                 return start
             reader = self._strict_pythonic_reader()
             reader.listed_or_single()
-        self._read_tagless_with(reader)
+        self._reader = reader
+        self._state = State.TAGLESS
         tentative.awaiting_fence_close = True
         return start
 
@@ -1023,7 +1007,8 @@ class StreamParser:
             if buf[pos] == "{" and tentative.info[0] in _JSON_FENCES:
                 # Another call in the same fence (Qwen2.5-Coder-1.5B writes its parallel
                 # calls so): read as strictly as the first.
-                self._read_tagless_with(self._strict_json_reader())
+                self._reader = self._strict_json_reader()
+                self._state = State.TAGLESS
                 return pos
         elif tentative.channel is self._content:
             ch = buf[pos]
@@ -1052,9 +1037,10 @@ class StreamParser:
                     if not listed:
                         self._reject()
                         return pos
-                    self._read_tagless_with(self._strict_pythonic_reader())
+                    self._reader = self._strict_pythonic_reader()
                 else:
-                    self._read_tagless_with(self._strict_json_reader())
+                    self._reader = self._strict_json_reader()
+                self._state = State.TAGLESS
                 return pos
             closer = self._closers.match(buf, pos) if ch == "<" else None
             if isinstance(closer, NeedMore):
@@ -1104,7 +1090,6 @@ class StreamParser:
         assert tentative is not None
         if (
             not tentative.opens_reply
-            or self._calls_a_tool_not_bound(tentative)
             or tentative.info
             or tentative.channel is not self._content
             or not first.isupper()
@@ -1112,14 +1097,6 @@ class StreamParser:
             self._reject()
             return
         self._confirm_from_tail()
-
-    def _calls_a_tool_not_bound(self, tentative: _Tentative) -> bool:
-        return any(
-            isinstance(event, ToolCallStart)
-            and event.name is not None
-            and not self._toolbox.is_bound(event.name)
-            for event in tentative.events
-        )
 
     def _confirm_from_tail(self) -> bool:
         """Settle the tentative call in TAIL before what follows it; True when it was a call

@@ -32,7 +32,6 @@ class Findings:
     valid: int = 0  # valid calls (released or held)
     errors: list[str] = field(default_factory=list)  # why its calls were invalid
     invalid_tools: list[str] = field(default_factory=list)  # the bound tools of those calls
-    unknown_tools: list[str] = field(default_factory=list)  # the names of those calls, unbound
     ungrounded: list[str] = field(default_factory=list)  # why valid calls are not grounded
     unsaid: list[str] = field(default_factory=list)  # the values of those calls nobody said
     copied: dict[str, list[str]] = field(default_factory=dict)  # tool -> numbers from its text

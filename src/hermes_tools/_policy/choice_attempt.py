@@ -270,8 +270,6 @@ class ChoiceAttempt:
                     toolbox = self._rules.toolbox
                     if name is not None and toolbox.is_bound(name):
                         findings.invalid_tools.append(toolbox.canonical_name(name))
-                    elif name is not None and toolbox:
-                        findings.unknown_tools.append(name)
                     self._transition(Trigger.CALL)
             if self._holding:
                 if not isinstance(event, ToolCallArgsDelta):

@@ -104,10 +104,7 @@ def repair_reason(
     if choice.name is not None:
         return sentences.named_call_required(choice.name, form)
     if findings.errors:
-        errors = "; ".join(dict.fromkeys(findings.errors))
-        if len(findings.unknown_tools) == len(findings.errors):
-            return sentences.no_such_tool(errors, form)
-        return sentences.call_unusable(errors, form)
+        return sentences.call_unusable("; ".join(dict.fromkeys(findings.errors)), form)
     if choice.mode == "required":
         return sentences.call_required(form)
     if not findings.text_preview.strip() and finish != "length":

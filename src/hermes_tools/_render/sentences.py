@@ -54,16 +54,6 @@ def call_unusable(errors: str, form: str) -> str:
     )
 
 
-def no_such_tool(errors: str, form: str) -> str:
-    """Every call of the reply names a tool that does not exist: the request may need a tool
-    the model does not have, or none at all (small models answer small talk with made-up
-    tools)."""
-    return (
-        f"Your tool call could not be used: {errors}. If the request needs a tool, do what it "
-        f"asks with one of these, written as {form}; if it needs none, answer the user directly."
-    )
-
-
 def call_required(form: str) -> str:
     return f"You must call one of the tools now. Reply with {form}."
 

@@ -122,17 +122,7 @@ class _StringArguments(_CollectString):
 
 
 class _Call:
-    __slots__ = (
-        "args",
-        "arguments_given",
-        "extra_keys",
-        "extras",
-        "has_an_argument",
-        "only_name_and_arguments",
-        "pending",
-        "raw_start",
-        "unbound",
-    )
+    __slots__ = ("args", "arguments_given", "extra_keys", "extras", "pending", "raw_start")
 
     def __init__(self, pending: PendingCall, raw_start: int) -> None:
         self.pending = pending
@@ -141,9 +131,6 @@ class _Call:
         self.arguments_given = False
         self.extras: CanonicalWriter | None = None
         self.extra_keys: list[str] = []
-        self.only_name_and_arguments = True  # its keys are "name" and "arguments", no other
-        self.has_an_argument = False  # its arguments object holds a key
-        self.unbound = False  # it names a tool that is not bound
 
 
 class _State(IdentityEnum):
@@ -163,12 +150,9 @@ class JsonCallReader(CallReader[_State]):
 
     `strict` is for a bare JSON object outside any tag: one object, only call-shaped keys, and
     a bound tool's name; anything else sets `rejected` (the lexer stops right after the token
-    that decided it) and the text is not a call. With `allow_unbound` (the object opens the
-    reply), a strict object may name a tool that is not bound if it is exactly
-    `{"name": ..., "arguments": {...}}` with at least one argument: a call to a tool that does
-    not exist (the reply policy finds it invalid and asks again). `require_arguments` (for
-    objects inside an echoed `<tools>` block) also refuses an object without an `"arguments"`
-    key, so that the tool signatures of a prompt (`"parameters"`) are never read as calls.
+    that decided it) and the text is not a call. `require_arguments` (for objects inside an
+    echoed `<tools>` block) also refuses an object without an `"arguments"` key, so that the
+    tool signatures of a prompt (`"parameters"`) are never read as calls.
     """
 
     def __init__(
@@ -182,7 +166,6 @@ class JsonCallReader(CallReader[_State]):
     ) -> None:
         super().__init__(emitter, toolbox, block, _State.BETWEEN)
         self._strict = strict
-        self.allow_unbound = False
         self._require_arguments = require_arguments
         self._settled = 0  # absolute offset up to which every character is accounted for
         self._lexer: JsonLexer | None = None
@@ -537,8 +520,6 @@ class JsonCallReader(CallReader[_State]):
 
     def key(self, name: str) -> None:
         if self._route is not None:
-            if self._route_field is _Field.ARGUMENTS and self._call is not None:
-                self._call.has_an_argument = True
             self._route.key(name)
             return
         call = self._call
@@ -547,8 +528,6 @@ class JsonCallReader(CallReader[_State]):
         field = _field(name)
         if self._strict and name not in SHAPE_KEYS:
             self._reject()
-        if name != "name" and name != "arguments":
-            call.only_name_and_arguments = False
         if self._require_arguments and field is _Field.ARGUMENTS and name != "arguments":
             self._reject()
         if field is _Field.EXTRA:
@@ -642,11 +621,10 @@ class JsonCallReader(CallReader[_State]):
             return
         if field is _Field.NAME:
             call.pending.set_name("".join(route.parts))
-            name = call.pending.name
-            if self._strict and (name is None or not self._toolbox.is_bound(name)):
-                if name is None or not self.allow_unbound:
-                    self._reject()
-                call.unbound = True
+            if self._strict and (
+                call.pending.name is None or not self._toolbox.is_bound(call.pending.name)
+            ):
+                self._reject()
         elif field is _Field.ARGUMENTS and isinstance(route, _StringArguments):
             self._settle_string_arguments(call, route)
 
@@ -687,9 +665,7 @@ class JsonCallReader(CallReader[_State]):
         call = self._call
         assert call is not None
         if self._strict and (
-            call.pending.name is None
-            or (self._require_arguments and not call.arguments_given)
-            or (call.unbound and not (call.has_an_argument and call.only_name_and_arguments))
+            call.pending.name is None or (self._require_arguments and not call.arguments_given)
         ):
             self._reject()  # a JSON object, not a call
             return
