@@ -181,16 +181,17 @@ def test_qwen3_coder_syntax_round_trip(server: ScriptedServer, openai_client: Op
     server.script(
         Reply(
             "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-            "</function>\n</tool_call>",
+            "<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>",
             chunks=5,
         )
-    )
+    )  # not the call just answered, get_weather(Paris): that one would be asked about
     stream = client.chat.completions.create(
         model="qwen-test", messages=HISTORY, tools=TOOLS, stream=True
     )
     message = accumulate(list(stream)).choices[0].message
     assert message.tool_calls is not None
-    assert json.loads(message.tool_calls[0].function.arguments) == {"city": "Paris"}
+    arguments = json.loads(message.tool_calls[0].function.arguments)
+    assert arguments == {"city": "Paris", "unit": "celsius"}
     assistant_turn = server.bodies()[0]["messages"][2]["content"]
     assert "<function=get_weather>\n<parameter=city>\nRome\n</parameter>" in assistant_turn
 
