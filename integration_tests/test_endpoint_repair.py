@@ -328,28 +328,30 @@ def test_single_call_when_parallel_calls_are_off(
     assert "at most one" in server.bodies()[0]["messages"][0]["content"]
 
 
+ANSWERED = [
+    *QUESTION,
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},
+]
+
+
 def test_calls_copied_from_the_history_without_tools_are_dropped(
     wrap: Any, server: ScriptedServer, openai_client: OpenAI
 ) -> None:
-    history = [
-        *QUESTION,
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "21C"},
-    ]
     client = wrap(openai_client)
     for stream in (False, True):
-        server.script("It is 21C. " + ROME)
-        response = client.chat.completions.create(model="m", messages=history, stream=stream)
+        server.script("It is 18 C. " + ROME)
+        response = client.chat.completions.create(model="m", messages=ANSWERED, stream=stream)
         if stream:
             streamed = plain_accumulate(list(response))
             content, dropped = streamed["content"], streamed["dropped_tool_calls"]
@@ -358,7 +360,7 @@ def test_calls_copied_from_the_history_without_tools_are_dropped(
             message = response.choices[0].message
             content, dropped = message.content, message.dropped_tool_calls
             assert message.tool_calls is None
-        assert content == "It is 21C."
+        assert content == "It is 18 C."
         assert "<tool_call>" not in content
         assert [d["name"] for d in dropped] == ["get_weather"]
 
@@ -437,22 +439,6 @@ def test_an_empty_reply_cut_by_max_tokens_is_not_asked_again(
 
 
 # -- the call just answered, written again (see hermes_tools._tools.repeats) -----------------
-
-ANSWERED = [
-    *QUESTION,
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "call_1",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},
-]
 
 
 def test_the_call_just_answered_written_again_is_asked_to_answer_from_its_result(
