@@ -376,6 +376,13 @@ def main() -> None:
     options.add_argument(
         "--temperature", default="0", help="set in each request (default 0; 'none': as captured)"
     )
+    options.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="LINE",
+        help="a line for the proxy's model rule (repeat; e.g. --rule 'template = \"qwen2.5\"')",
+    )
     options.add_argument("--max-tokens", type=int, help="cap the reply (default: as captured)")
     options.add_argument("--warm", action="store_true", help="keep the server's cache between")
     options.add_argument("--json", type=Path, help="write every figure here")
@@ -392,6 +399,7 @@ def main() -> None:
     serve_args = [*HARNESS_SERVE_ARGS, *args.serve_arg]
     print(
         f"replaying {len(tasks)} task(s); serve flags: {' '.join(args.serve_arg) or '(none)'}; "
+        f"model rule: {'; '.join(args.rule) or '(as the harness writes it)'}; "
         f"temperature {args.temperature}; {'warm' if args.warm else 'cold'} cache",
         flush=True,
     )
@@ -400,7 +408,7 @@ def main() -> None:
         upstream = stack.enter_context(upstream_for(args))
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         proxy = stack.enter_context(
-            running_proxy(upstream.base_url, upstream.model, serve_args, scratch)
+            running_proxy(upstream.base_url, upstream.model, serve_args, scratch, args.rule)
         )
         log = ServerLog(upstream.log)
         for task in tasks:
@@ -418,6 +426,7 @@ def main() -> None:
             "model": args.upstream_model if args.upstream else args.model,
             "context": None if args.upstream else args.context,
             "serve_args": args.serve_arg,
+            "rule": args.rule,
             "temperature": temperature,
             "max_tokens": args.max_tokens,
             "cache": "warm" if args.warm else "cold",
