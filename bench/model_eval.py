@@ -38,7 +38,7 @@ from evaluation.cases import CASES, Case
 from evaluation.decode_speed import decode_ms_per_token
 from evaluation.prompts import DEFAULT_RUN, VARIANTS, Variant
 from evaluation.runner import Endpoint, Outcome, Target, run_case_on
-from evaluation.scoring import Rate, metrics, succeeded
+from evaluation.scoring import Rate, metrics, paired, succeeded
 
 ROWS = [
     ("single_exact", "exact calls, single-call cases"),
@@ -206,7 +206,26 @@ def table(report: dict[str, Any]) -> str:
     for key, label in ROWS:
         cells = [_cell(report["variants"][v]["metrics"].get(key)) for v in variants]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + _paired_rows(report, variants))
+
+
+def _paired_rows(report: dict[str, Any], variants: list[str]) -> list[str]:
+    """Every column against the first, case by case: which of them differ by more than a
+    few cases can tell apart (every case's own goal, not only the score's)."""
+    if len(variants) < 2:
+        return []
+
+    def outcomes(variant: str) -> list[Outcome]:
+        return [Outcome(**saved) for saved in report["variants"][variant]["outcomes"]]
+
+    first = variants[0]
+    found = [paired(CASES, outcomes(v), outcomes(first)) for v in variants[1:]]
+    counts = " | ".join(f"{f.only_this} / {f.only_other}" for f in found)
+    chances = " | ".join(f"{f.p:.2f}" for f in found)
+    return [
+        f"| cases succeeded only here / only under {first} | - | {counts} |",
+        f"| sign test p against {first} (below 0.05: a real difference) | - | {chances} |",
+    ]
 
 
 def _cell(value: Any) -> str:

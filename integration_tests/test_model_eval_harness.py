@@ -18,7 +18,15 @@ sys.path.insert(0, str(BENCH))
 from evaluation.cases import CASES, Call, Case, Expr, Text  # noqa: E402
 from evaluation.prompts import VARIANTS  # noqa: E402
 from evaluation.runner import run_case  # noqa: E402
-from evaluation.scoring import exact, made_up_reached_user, made_up_result, metrics, succeeded  # noqa: E402
+from evaluation.scoring import (  # noqa: E402
+    Paired,
+    exact,
+    made_up_reached_user,
+    made_up_result,
+    metrics,
+    paired,
+    succeeded,
+)
 from evaluation.tools import CALCULATOR, STOCK, WEATHER  # noqa: E402
 
 BY_ID = {case.id: case for case in CASES}
@@ -258,6 +266,37 @@ def test_matchers() -> None:
     assert not exact(weather, _outcome([{"name": "get_weather", "arguments": {"city": ["Paris"]}}]))
 
 
+def test_a_paired_comparison_counts_only_the_cases_the_columns_disagree_on() -> None:
+    from evaluation.runner import Outcome
+
+    cities = ["Paris", "Oslo", "Rome", "Lima", "Kyiv", "Bern", "Riga", "Doha"]
+    cases = [
+        Case(city, "single", [], [WEATHER], (Call("get_weather", {"city": city}),))
+        for city in cities
+    ]
+
+    def column(name: str, right: set[str]) -> list[Outcome]:
+        return [
+            Outcome(c, name, calls=[{"name": "get_weather", "arguments": {"city": c}}])
+            if c in right
+            else Outcome(c, name, content="It is sunny.")
+            for c in cities
+        ]
+
+    everything = column("a", set(cities))
+    one = column("b", {"Paris"})
+    found = paired(cases, one, everything)
+    assert (found.only_this, found.only_other) == (0, 7)
+    assert found.p == 2 / 2**7  # seven to none: rarely by chance
+    assert paired(cases, everything, one) == Paired(7, 0)
+    assert paired(cases, one, one).p == 1.0  # no case differs: nothing to tell
+    # a case only one column ran is not compared
+    assert paired(cases, one[:1], everything) == Paired(0, 0)
+    # two to eight of ten, as two prompts once split a model's cases: not rare enough
+    assert round(Paired(2, 8).p, 3) == 0.109
+    assert Paired(1, 0).p == 1.0  # a single case either way never is
+
+
 def _outcome(calls: list[dict[str, object]]) -> object:
     from evaluation.runner import Outcome
 
@@ -279,6 +318,7 @@ def test_the_command_prints_a_table_and_writes_json(server: ScriptedServer, tmp_
     done = _model_eval(server, "--prompts", "default,qwen", "--json", str(report))
     assert "| scripted | default | qwen |" in done.stdout
     assert "| exact calls, single-call cases | 1/1 (100%) | 1/1 (100%) |" in done.stdout
+    assert "| cases succeeded only here / only under default | - | 0 / 0 |" in done.stdout
     data = json.loads(report.read_text())
     assert data[0]["variants"]["qwen"]["metrics"]["single_exact"]["percent"] == 100.0
 

@@ -196,3 +196,33 @@ def metrics(cases: list[Case], outcomes: list[Outcome]) -> dict[str, Any]:
     }
     result["score"] = result["all_exact"].percent - result["false_calls"].percent
     return result
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Two columns on the cases both ran, each case succeeded or not under each: the cases only
+    this column got right, and those only the other did. Cases both got right or both got wrong
+    say nothing about which is better."""
+
+    only_this: int
+    only_other: int
+
+    @property
+    def p(self) -> float:
+        """The two-sided sign test: how often two columns that were in truth alike would split
+        the cases they disagree on at least this unevenly (below 0.05: rarely, so the
+        difference is likely real; a single case either way never is)."""
+        disagree = self.only_this + self.only_other
+        fewer = min(self.only_this, self.only_other)
+        tail = sum(math.comb(disagree, k) for k in range(fewer + 1)) / 2**disagree
+        return min(1.0, 2 * tail)
+
+
+def paired(cases: list[Case], these: list[Outcome], others: list[Outcome]) -> Paired:
+    by_id = {case.id: case for case in cases}
+    theirs = {o.case: succeeded(by_id[o.case], o) for o in others if o.case in by_id}
+    mine = {o.case: succeeded(by_id[o.case], o) for o in these if o.case in theirs}
+    return Paired(
+        sum(ok and not theirs[case] for case, ok in mine.items()),
+        sum(theirs[case] and not ok for case, ok in mine.items()),
+    )
