@@ -9,7 +9,8 @@
 `hermes-tools local list`); `--base-url` / `--model` use any OpenAI-compatible endpoint. Every
 case of the suite (bench/evaluation/cases.py) runs under every prompt variant
 (bench/evaluation/prompts.py) at temperature 0, through `wrap()`, read by the same parser.
-Prints a table per model and writes every outcome and metric as JSON (`--json`).
+Prints a table per model, ending with each prompt against the first case by case (the sign
+test's p), and writes every outcome and metric as JSON (`--json`).
 
 `--profile FILE` adds a column: the cases under a tool-calling profile (`hermes-tools doctor
 --calibrate --write FILE`), loaded as a user loads it, `wrap(client, tool_profile=FILE)`.
@@ -210,16 +211,17 @@ def table(report: dict[str, Any]) -> str:
 
 
 def _paired_rows(report: dict[str, Any], variants: list[str]) -> list[str]:
-    """Every column against the first, case by case: which of them differ by more than a
-    few cases can tell apart (every case's own goal, not only the score's)."""
+    """Every other column against the first, case by case on each case's own goal, with the
+    sign test that says whether their difference is more than chance."""
     if len(variants) < 2:
         return []
 
     def outcomes(variant: str) -> list[Outcome]:
         return [Outcome(**saved) for saved in report["variants"][variant]["outcomes"]]
 
-    first = variants[0]
-    found = [paired(CASES, outcomes(v), outcomes(first)) for v in variants[1:]]
+    first, *others = variants
+    baseline = outcomes(first)
+    found = [paired(CASES, outcomes(v), baseline) for v in others]
     counts = " | ".join(f"{f.only_this} / {f.only_other}" for f in found)
     chances = " | ".join(f"{f.p:.2f}" for f in found)
     return [
