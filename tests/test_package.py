@@ -109,6 +109,7 @@ def test_the_top_level_lists_exactly_the_public_names() -> None:
         "HermesToolsError",
         "IncompleteStreamError",
         "InvalidToolCall",
+        "MalformedAnswerError",
         "MessageFormatError",
         "ParseResult",
         "ParserClosedError",

@@ -169,6 +169,7 @@ PROXY_KEYS = (
     "timeout",
     "limits",
     "passthrough",
+    "forward_headers",
     "reject_unmatched_models",
     "response_store",
     "stored_responses",

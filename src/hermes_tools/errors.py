@@ -58,6 +58,16 @@ class IncompleteStreamError(HermesToolsError):
     """The endpoint's stream ended before the reply was finished."""
 
 
+class MalformedAnswerError(HermesToolsError):
+    """The endpoint answered with something that is not a chat completion (a part of the
+    wrong type, no choices, bytes that are not UTF-8 JSON, a redirect); `problem` names the
+    part."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"The endpoint's answer cannot be read: {problem}.")
+        self.problem = problem
+
+
 class ProfileError(HermesToolsError, ValueError):
     """A tool-calling profile (`tool_profile=`, `HERMES_PROFILE`) that cannot be read: not
     TOML, or an option that does not exist or cannot be; the message names the file and the

@@ -41,14 +41,34 @@ def window_questions(base_url: str, model: str) -> list[WindowQuestion]:
     """The questions to ask the server at `base_url` (its OpenAI-compatible `/v1`), in order."""
     base = base_url.rstrip("/")
     root = base[: -len("/v1")] if base.endswith("/v1") else base
-    return [
+    questions = [
         WindowQuestion("llama.cpp", "GET", f"{root}/props", None, _llama_cpp),
         WindowQuestion("vLLM", "GET", f"{base}/models", None, _vllm),
-        WindowQuestion(
-            "LM Studio", "GET", f"{root}/api/v0/models/{quote(model, safe='')}", None, _lm_studio
-        ),
-        WindowQuestion("Ollama", "POST", f"{root}/api/show", {"model": model}, _ollama),
     ]
+    segment = path_segment(model)
+    if segment is not None:
+        url = f"{root}/api/v0/models/{segment}"
+        questions.append(WindowQuestion("LM Studio", "GET", url, None, _lm_studio))
+    questions.append(
+        WindowQuestion("Ollama", "POST", f"{root}/api/show", {"model": model}, _ollama)
+    )
+    return questions
+
+
+# The longest model name asked about in a path (LM Studio's ids are file names).
+_MAX_SEGMENT = 256
+
+
+def path_segment(name: str) -> str | None:
+    """`name` as one path segment, or None where it cannot be one that every hop reads alike:
+    a name comes from the request, and `..`, a `/` or `\\` (even encoded: a hop that decodes
+    would split on it), a `%` (a hop that decodes would read an escape) or a control character
+    in it would make the question reach another path of the server."""
+    if not name or len(name) > _MAX_SEGMENT or name in (".", ".."):
+        return None
+    if any(c in "/\\%" or ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        return None
+    return quote(name, safe="")
 
 
 def window_size(value: object) -> int | None:

@@ -206,7 +206,9 @@ class ChoiceReply:
 
     def merge_native(self, entry: Delta) -> None:
         """A call the server parsed itself."""
-        index = entry.get("index", len(self.native_tool_calls))
+        index = entry.get("index")
+        if index is None:
+            index = len(self.native_tool_calls)
         while len(self.native_tool_calls) <= index:
             self.native_tool_calls.append(
                 {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}

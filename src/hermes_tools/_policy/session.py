@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_tools._policy.answer_shape import check_chunk, check_completion
 from hermes_tools._policy.asking_again import AskingAgain
 from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings
 from hermes_tools._policy.endpoint_use import EndpointUse
@@ -141,6 +142,7 @@ class ReplySession:
     def chunk(self, chunk: Mapping[str, Any]) -> list[Chunk]:
         # Servers send odd chunks: `choices: null`, a choice without `delta`, `data: {}`
         # keep-alives. Take what is there.
+        check_chunk(chunk)
         self._envelope.take(chunk)
         out: list[Chunk] = []
         for choice in chunk.get("choices") or ():
@@ -181,6 +183,7 @@ class ReplySession:
 
     def completion(self, response: Mapping[str, Any]) -> bool:
         """Take in a whole upstream completion; returns whether to ask again."""
+        check_completion(response)
         self._envelope.take(response)
         for choice in response.get("choices") or ():
             message = choice.get("message") or {}

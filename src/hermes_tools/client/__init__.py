@@ -7,7 +7,11 @@ from hermes_tools.client.wrapper import (
     HermesStream,
     wrap,
 )
-from hermes_tools.errors import IncompleteStreamError, UnsupportedFeatureError
+from hermes_tools.errors import (
+    IncompleteStreamError,
+    MalformedAnswerError,
+    UnsupportedFeatureError,
+)
 
 __all__ = [
     "AsyncHermesOpenAI",
@@ -15,6 +19,7 @@ __all__ = [
     "HermesOpenAI",
     "HermesStream",
     "IncompleteStreamError",
+    "MalformedAnswerError",
     "UnsupportedFeatureError",
     "wrap",
 ]

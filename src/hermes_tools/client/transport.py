@@ -14,12 +14,12 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from hermes_tools._constrain.servers import EXTRA_FIELDS
 from hermes_tools._policy.context_window import Answer, WindowQuestion, aask, ask
 from hermes_tools.client.diagnosis import explained
-from hermes_tools.errors import IncompleteStreamError
+from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
 
 # How long a server may take to say its context window (asked once per process and model).
 WINDOW_SECONDS = 5.0
 # A request that fails this way while a reply is being continued leaves the reply it continues.
-REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError)
+REQUEST_FAILED = (APIError, httpx.HTTPError, IncompleteStreamError, MalformedAnswerError)
 
 
 def plain_request(kwargs: Mapping[str, Any]) -> dict[str, Any]:

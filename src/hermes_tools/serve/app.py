@@ -42,10 +42,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_tools.serve.chat import ChatCompletions
-from hermes_tools.serve.exchange import CONTROL
 from hermes_tools.serve.heap import freeze_startup
 from hermes_tools.serve.messages import CountTokens, Messages
-from hermes_tools.serve.passthrough import PassThrough
+from hermes_tools.serve.passthrough import PassThrough, RefusedPath
+from hermes_tools.serve.paths import judge_scope
 from hermes_tools.serve.response_store import store_for
 from hermes_tools.serve.responses import Responses, StoredResponse
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings
@@ -94,7 +94,7 @@ def create_app(settings: ServeSettings) -> Starlette:
             Route("/responses/{response_id}", stored, methods=["GET"]),
             Route("/{path:path}", passthrough),
         ],
-        middleware=[Middleware(_ControlInPath, unrouted=passthrough)],
+        middleware=[Middleware(_PathDoor, refused=RefusedPath(settings, upstream))],
         lifespan=lifespan,
     )
 
@@ -104,20 +104,26 @@ def app_from_environment() -> Starlette:
     return create_app(ServeSettings.from_json(os.environ[SETTINGS_VARIABLE]))
 
 
-class _ControlInPath:
-    """A path holding a control character (a decoded %0a, %0d, %00) goes to the pass-through,
-    which has no route for it and answers 404 in its API's shape: Starlette's routes match no
-    newline, and answered such a path in plain text (a 404, or a 405 beside a GET route)."""
+class _PathDoor:
+    """Every request is routed by its path's final form (see `paths`): the routes, the
+    front's log line and the pass-through see that form, and a path refused there gets a 400
+    in its API's shape. Starlette's own answers for a path no route takes (plain text) are
+    never given: the pass-through's route takes every path."""
 
-    def __init__(self, app: ASGIApp, unrouted: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, refused: ASGIApp) -> None:
         self.app = app
-        self.unrouted = unrouted
+        self.refused = refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and CONTROL.search(scope["path"]):
-            await self.unrouted(scope, receive, send)
-        else:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        judged = judge_scope(scope)
+        if judged.path is None:
+            await self.refused(scope, receive, send)
+            return
+        scope = {**scope, "path": judged.path, "raw_path": judged.forwarded.encode("ascii")}
+        await self.app(scope, receive, send)
 
 
 async def _health(request: Request) -> JSONResponse:

@@ -284,6 +284,7 @@ def settings_from_arguments(args: argparse.Namespace) -> ServeSettings:
                 "stored_responses_bytes",
                 "response_store",
                 "passthrough",
+                "forward_headers",
             )
             if config is not None and getattr(config, name) is not None
         },

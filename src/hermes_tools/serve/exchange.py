@@ -27,6 +27,21 @@ def printable(text: str) -> str:
     return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
+# The most characters one field of a log line holds: a model name or a path is the client's,
+# and may be megabytes.
+LOG_FIELD_CHARS = 200
+# The status a request's line says when its client hung up before it could be answered
+# (nginx's word for it).
+CLIENT_CLOSED = 499
+
+
+def bounded(text: str, limit: int = LOG_FIELD_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit:,} more]"
+
+
 LEFT_OUT_HEADER = b"x-hermes-tools-left-out"
 
 
@@ -63,12 +78,14 @@ class Exchange:
 
     def line(self) -> str:
         elapsed = (time.perf_counter() - self.started) * 1000
+        request = f"{bounded(printable(self.method), 20)} {bounded(printable(self.path))}"
         if not self.chat:
-            parts = [f"{self.method} {printable(self.path)}", f"status={self.status}"]
+            parts = [request, f"status={self.status}"]
         else:
+            model = bounded(json.dumps(self.model)) if self.model is not None else "-"
             parts = [
-                f"{self.method} {printable(self.path)}",
-                f"model={json.dumps(self.model) if self.model is not None else '-'}",
+                request,
+                f"model={model}",
                 f"stream={str(self.stream).lower()}",
                 f"tools={self.tools}",
                 f"calls={len(self.call_ids - self.invalid_ids)}",
@@ -77,7 +94,7 @@ class Exchange:
                 f"status={self.status}",
             ]
         if self.left_out:
-            parts.append(f"left_out={','.join(self.left_out)}")
+            parts.append(f"left_out={bounded(printable(','.join(self.left_out)))}")
         if self.error:
             parts.append(f"error={self.error}")
         if self.client_gone:

@@ -20,14 +20,27 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 import httpx
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
+from hermes_tools._policy.answer_shape import StreamEnd, check_chunk, check_completion
 from hermes_tools._policy.drive import alearn_window, astream_reply, awhole_reply
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import RequestRejected, UpstreamCut, UpstreamError, UpstreamEventError
-from hermes_tools.errors import HermesToolsError, IncompleteStreamError, ToolCallRequiredError
-from hermes_tools.serve.exchange import EXCHANGE, Exchange, printable, relayed_headers
+from hermes_tools.errors import (
+    HermesToolsError,
+    IncompleteStreamError,
+    MalformedAnswerError,
+    ToolCallRequiredError,
+)
+from hermes_tools.serve.exchange import (
+    CLIENT_CLOSED,
+    EXCHANGE,
+    Exchange,
+    bounded,
+    printable,
+    relayed_headers,
+)
 from hermes_tools.serve.heap import TRIM_AFTER_BYTES, give_back
 from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
@@ -55,6 +68,18 @@ _NOT_FORWARDED = {
     "accept-encoding",
     "user-agent",
     "authorization",
+}
+# Headers that say who the client is or where the request came from: an upstream behind a
+# gateway of its own may trust them as that gateway's; from the proxy's clients they are
+# anyone's word. Passed on only where `forward_headers` names them.
+_CLIENT_ORIGIN = {
+    "cookie",
+    "forwarded",
+    "x-real-ip",
+    "x-original-url",
+    "x-rewrite-url",
+    "expect",
+    "via",
 }
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -93,9 +118,14 @@ class Handler:
             await self.handle(request, receive, responder)
         except UpstreamCut:
             raise  # uvicorn drops the connection
+        except ClientDisconnect:
+            # The client hung up before its request was read: nobody to answer. Logged as
+            # nginx does (499), not as the proxy's failure.
+            exchange.client_gone = True
+            exchange.status = CLIENT_CLOSED
         except Exception:
             log.exception(
-                "internal error answering %s %s", scope["method"], printable(scope["path"])
+                "internal error answering %s %s", scope["method"], bounded(printable(scope["path"]))
             )
             exchange.error = "internal"
             if not responder.started:
@@ -178,13 +208,21 @@ class Handler:
         return prepare(body)
 
     def forwarded_headers(self, request: Request) -> dict[str, str]:
-        # With a key of its own, the proxy's key is not the upstream's, whichever header
-        # brought it.
+        """The client's headers the upstream gets: none of the connection's (those the
+        `Connection` header names too), of the client's SDK, or of its origin unless the
+        settings name them; with a key of its own, the proxy's key is not the upstream's,
+        whichever header brought it."""
         own_key = "x-api-key" if self.settings.api_key else None
+        named = {name.strip().lower() for name in request.headers.get("connection", "").split(",")}
+        allowed = self.settings.forward_headers
         return {
             key: value
             for key, value in request.headers.items()
-            if key not in _NOT_FORWARDED and not key.startswith("x-stainless-") and key != own_key
+            if key not in _NOT_FORWARDED
+            and key not in named
+            and key != own_key
+            and not key.startswith("x-stainless-")
+            and (key in allowed or not _from_client_origin(key))
         }
 
     def upstream_headers(self, request: Request) -> dict[str, str]:
@@ -194,6 +232,10 @@ class Handler:
         if authorization:
             headers["authorization"] = authorization
         return headers
+
+
+def _from_client_origin(name: str) -> bool:
+    return name in _CLIENT_ORIGIN or name.startswith("x-forwarded-")
 
 
 class Responder:
@@ -289,9 +331,12 @@ async def cancel_on_disconnect(
 async def whole_answer(
     session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
 ) -> dict[str, Any]:
-    """The whole answer: the reply policy's, or the upstream's as it is (no session)."""
+    """The whole answer: the reply policy's, or the upstream's as it is (no session), once
+    it is known to be a chat completion."""
     if session is None:
-        return await transport.create(chat)
+        completion = await transport.create(chat)
+        check_completion(completion)
+        return completion
     return await awhole_reply(session, transport)
 
 
@@ -299,8 +344,27 @@ def answer_chunks(
     session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
 ) -> AsyncIterator[dict[str, Any]]:
     """The answer's chunks: the reply policy's, or the upstream's as they come where the
-    policy has nothing to do (no session)."""
-    return transport.stream(chat) if session is None else astream_reply(session, transport)
+    policy has nothing to do (no session), each known to be a chunk, and the stream to have
+    ended with a finish reason."""
+    if session is None:
+        return _checked(transport.stream(chat))
+    return astream_reply(session, transport)
+
+
+async def _checked(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    end = StreamEnd()
+    try:
+        async for chunk in chunks:
+            check_chunk(chunk)
+            end.take(chunk)
+            yield chunk
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
+    if not end.whole:
+        raise IncompleteStreamError(
+            "The endpoint's stream ended before the reply was finished (no finish_reason); "
+            "the reply is incomplete. Check the server's logs, or retry."
+        )
 
 
 @asynccontextmanager
@@ -335,7 +399,14 @@ async def relay_failure(exc: Exception, responder: Responder, settings: ServeSet
         await responder.error(
             502, unreachable(exc, settings), "upstream_error", code="upstream_unreachable"
         )
-    elif isinstance(exc, (UpstreamEventError, IncompleteStreamError, json.JSONDecodeError)):
+    elif isinstance(exc, MalformedAnswerError):
+        await responder.error(
+            502,
+            f"The upstream's answer could not be read: {exc.problem}.",
+            "upstream_error",
+            code="upstream_bad_answer",
+        )
+    elif isinstance(exc, (UpstreamEventError, IncompleteStreamError)):
         await responder.error(
             502,
             f"The upstream's answer could not be read: {exc}",
@@ -379,9 +450,9 @@ def stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]
     elif isinstance(exc, httpx.TransportError):
         code = "upstream_cut"
         message = "The upstream closed the connection before the reply was finished."
-    elif isinstance(exc, json.JSONDecodeError):
+    elif isinstance(exc, MalformedAnswerError):
         code = "upstream_bad_answer"
-        message = f"The upstream sent an event that is not JSON: {exc}"
+        message = f"The upstream's answer could not be read: {exc.problem}."
     else:
         log.error("stream failed: %s", type(exc).__name__, exc_info=exc)
         code, message = "internal", "The proxy failed while streaming the reply."

@@ -17,10 +17,11 @@ from starlette.requests import Request
 from starlette.types import Receive, Send
 
 from hermes_tools._signals import RequestRejected, UpstreamCut
-from hermes_tools.serve.exchange import CONTROL, Exchange
+from hermes_tools.serve.exchange import Exchange, printable
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect, unreachable
 from hermes_tools.serve.limits import read_body
 from hermes_tools.serve.messages import AnthropicResponder
+from hermes_tools.serve.paths import judge_scope
 from hermes_tools.serve.upstream import wire_headers
 
 # "METHOD /path" patterns (shell-style) of the routes passed on without being opened.
@@ -44,12 +45,6 @@ _NOT_RETURNED = {
 }
 
 
-def routable(path: str) -> bool:
-    """No route has a dot segment (`/v1/models/%2e%2e/%2e%2e/api/pull`, decoded, would match a
-    route here and lead to another once the URL is resolved) or a control character."""
-    return not (CONTROL.search(path) or any(part in (".", "..") for part in path.split("/")))
-
-
 def route_matches(patterns: tuple[str, ...], method: str, path: str) -> bool:
     route = f"{method} {path}"
     return any(
@@ -69,11 +64,11 @@ class PassThrough(Handler):
         return super().responder(send, exchange)
 
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
-        method, path = request.method, request.url.path
-        # As uvicorn decoded it: the URL's path has lost its tabs and line breaks (urlsplit).
-        known = routable(request.scope["path"])
-        model_route = known and route_matches(MODEL_ROUTES, method, path)
-        opened = known and route_matches(self.settings.passthrough, method, path)
+        # The path's final form, judged safe at the door (`paths`); the upstream is sent it
+        # encoded once.
+        method, path = request.method, request.scope["path"]
+        model_route = route_matches(MODEL_ROUTES, method, path)
+        opened = route_matches(self.settings.passthrough, method, path)
         if not (model_route or opened):
             await responder.error(
                 404,
@@ -85,6 +80,7 @@ class PassThrough(Handler):
             )
             return
         upstream = self.upstream()
+        http = upstream.passthrough_http(method, path)
         headers = self.forwarded_headers(request)
         for name in ("content-type", "content-encoding", "accept", "accept-encoding", "user-agent"):
             if name in request.headers:
@@ -103,9 +99,9 @@ class PassThrough(Handler):
                     None,
                     "unexpected_body",
                 )
-            outgoing = upstream.http.build_request(
+            outgoing = http.build_request(
                 method,
-                upstream.url_for(path),
+                upstream.url_for(request.scope["raw_path"].decode("ascii")),
                 params=request.url.query or None,
                 headers=wire_headers(headers),
                 content=content,
@@ -126,7 +122,7 @@ class PassThrough(Handler):
 
         async def work() -> None:
             try:
-                response = await upstream.http.send(outgoing, stream=True)
+                response = await http.send(outgoing, stream=True)
             except httpx.TimeoutException:
                 await responder.error(
                     504,
@@ -166,3 +162,18 @@ class PassThrough(Handler):
                     await response.aclose()
 
         await cancel_on_disconnect(receive, responder, work)
+
+
+class RefusedPath(PassThrough):
+    """A path whose final form could lead elsewhere than it says (`paths`): a 400 saying why,
+    in the shape of the API its path names. Nothing goes upstream."""
+
+    async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
+        why = judge_scope(request.scope).why
+        await responder.error(
+            400,
+            f"The path {printable(request.scope['path'])[:200]!r} is refused: {why}. Send the "
+            "path as it is meant, encoded once.",
+            "invalid_request_error",
+            code="invalid_path",
+        )

@@ -35,7 +35,7 @@ from starlette.types import Receive, Send
 
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import RequestRejected, ResponseStoreUnavailable
-from hermes_tools.serve.exchange import Exchange
+from hermes_tools.serve.exchange import Exchange, bounded, printable
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
@@ -73,7 +73,7 @@ STORE_UNAVAILABLE = "response_store_unavailable"
 def report_store_down(response_id: str, failure: ResponseStoreUnavailable) -> str:
     """Log why the store failed (its address, the client library's words: for the operator
     only) and return the client's message."""
-    log.error("reading %s: %s", response_id, failure)
+    log.error("reading %s: %s", bounded(printable(response_id)), failure)
     return (
         f"The response store cannot be reached, so the response {response_id!r} cannot be "
         "read. Try again shortly, or send the whole conversation in `input` instead of "

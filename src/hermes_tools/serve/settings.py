@@ -27,7 +27,8 @@ answers a model that no rule matches with a 400 (instead of passing its name ups
 `response_store` ("memory", or a `redis://` URL shared by every worker and replica),
 `stored_responses` (100; 0 keeps none) and `stored_responses_bytes` say where and how many
 Responses-API answers are kept for `previous_response_id`; `passthrough` opens routes beyond the
-model routes (`["GET /api/tags", "POST /api/show"]`: shell-style patterns of a method and a path).
+model routes (`["GET /api/tags", "POST /api/show"]`: shell-style patterns of a method and a path);
+`forward_headers` passes on request headers the proxy keeps back by default (`["cookie"]`).
 
     [limits]                  # what one request may ask (see `limits`)
     body_bytes = 33554432
@@ -41,6 +42,7 @@ to the workers as JSON in an environment variable.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +64,7 @@ DEFAULT_STORED_RESPONSES = 100
 DEFAULT_STORED_RESPONSES_BYTES = 256 * 1024 * 1024
 _SHARED_STORES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
 SETTINGS_VARIABLE = "HERMES_TOOLS_SERVE_SETTINGS"
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110's token
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,9 @@ class ServeSettings:
     limits: Limits = field(default_factory=Limits)
     # Routes passed through beside the model routes: "METHOD /path" patterns.
     passthrough: tuple[str, ...] = ()
+    # Request headers passed on that the proxy otherwise keeps back (`Cookie`, `Forwarded`,
+    # `X-Forwarded-For`, ...: see `http.forwarded_headers`), lowercase.
+    forward_headers: tuple[str, ...] = ()
     endpoints: tuple[EndpointOptions, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +123,14 @@ class ServeSettings:
                     f'A passthrough route is a method and a path, such as "GET /api/tags" or '
                     f'"* /api/*", not {pattern!r}.'
                 )
+        for name in self.forward_headers:
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+                raise ServeConfigError(
+                    f'forward_headers holds header names such as "x-forwarded-for", not {name!r}.'
+                )
+        object.__setattr__(
+            self, "forward_headers", tuple(name.lower() for name in self.forward_headers)
+        )
         if self.reject_unmatched_models and not self.models:
             raise ServeConfigError(
                 "reject_unmatched_models needs [[models]] rules: without them every model is "
@@ -192,6 +206,7 @@ class ServeSettings:
                 "response_store": self.response_store,
                 "limits": self.limits.as_dict(),
                 "passthrough": list(self.passthrough),
+                "forward_headers": list(self.forward_headers),
             }
         )
 
@@ -212,6 +227,7 @@ class ServeSettings:
             response_store=data["response_store"],
             limits=Limits(**data["limits"]),
             passthrough=tuple(data["passthrough"]),
+            forward_headers=tuple(data["forward_headers"]),
         )
 
 
@@ -229,6 +245,7 @@ class ConfigFile:
     response_store: str | None = None
     limits: Mapping[str, Any] = field(default_factory=dict)
     passthrough: tuple[str, ...] | None = None
+    forward_headers: tuple[str, ...] | None = None
 
 
 def load_config(path: str) -> ConfigFile:
@@ -259,6 +276,14 @@ def load_config(path: str) -> ConfigFile:
         raise ServeConfigError(
             f'Config file {path}: passthrough must be a list of routes such as ["GET /api/tags"].'
         )
+    forward = data.get("forward_headers")
+    if forward is not None and not (
+        isinstance(forward, list) and all(isinstance(name, str) for name in forward)
+    ):
+        raise ServeConfigError(
+            f"Config file {path}: forward_headers must be a list of header names such as "
+            '["x-forwarded-for"].'
+        )
     response_store = data.get("response_store")
     if response_store is not None and not isinstance(response_store, str):
         raise ServeConfigError(f"Config file {path}: response_store must be a string.")
@@ -273,4 +298,5 @@ def load_config(path: str) -> ConfigFile:
         response_store=response_store,
         limits=limits,
         passthrough=tuple(passthrough) if passthrough is not None else None,
+        forward_headers=tuple(forward) if forward is not None else None,
     )

@@ -27,7 +27,7 @@ from hermes_tools._policy.listed_models import model_ids
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError, UpstreamEventError
-from hermes_tools.errors import IncompleteStreamError
+from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
 from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.wire import encode_in_pieces
@@ -42,6 +42,7 @@ FAILURES: tuple[type[BaseException], ...] = (
     UpstreamError,
     UpstreamEventError,
     IncompleteStreamError,
+    MalformedAnswerError,
 )
 
 
@@ -104,8 +105,8 @@ class UpstreamChat:
             response = await self._http.get(
                 f"{self._base}/models", headers=headers, timeout=WINDOW_SECONDS
             )
-            return model_ids(response.json())
-        except (httpx.HTTPError, ValueError):
+            return model_ids(decoded(response.content))
+        except (httpx.HTTPError, MalformedAnswerError):
             return None
 
     async def _encoded(self, request: dict[str, Any]) -> bytes:
@@ -120,9 +121,10 @@ class UpstreamChat:
         response = await self._http.post(self._url, content=content, headers=self._headers)
         if response.status_code >= 400:
             raise await self._failure(response, request.get("model"))
-        answer = _decoded(response.content)
+        _refuse_redirect(response)
+        answer = decoded(response.content)
         if not isinstance(answer, dict):
-            raise UpstreamEventError({"message": "the upstream's answer is not a JSON object"})
+            raise MalformedAnswerError("it is not a JSON object")
         return answer
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -134,6 +136,7 @@ class UpstreamChat:
             if response.status_code >= 400:
                 await response.aread()
                 raise await self._failure(response, request.get("model"))
+            _refuse_redirect(response)
             kind = response.headers.get("content-type", "")
             if kind.startswith("application/json"):
                 # A server that ignores `stream` answers whole; one that fails may say so.
@@ -146,7 +149,7 @@ class UpstreamChat:
                 events += 1
                 if not data:
                     continue
-                event = _decoded(data)
+                event = decoded(data)
                 if not isinstance(event, dict):
                     continue
                 if "error" in event and not event.get("choices"):
@@ -172,18 +175,36 @@ def wire_headers(headers: Mapping[str, str]) -> dict[bytes, bytes]:
     }
 
 
-def _decoded(data: bytes) -> Any:
+def decoded(data: bytes) -> Any:
+    """The upstream's JSON, or MalformedAnswerError saying why it cannot be read."""
     try:
         return json.loads(data)
+    except UnicodeDecodeError as exc:
+        problem = f"it is not UTF-8 (byte {exc.start})"
     except RecursionError:
-        raise UpstreamEventError({"message": "the upstream sent JSON nested too deeply"}) from None
+        problem = "its JSON nests too deeply"
+    except ValueError as exc:
+        problem = f"it is not JSON ({exc})"
+    raise MalformedAnswerError(problem)
+
+
+def _refuse_redirect(response: httpx.Response) -> None:
+    """A redirect is not an answer: followed, it would take the request (and its key) to
+    wherever the upstream points."""
+    if 300 <= response.status_code < 400:
+        where = response.headers.get("location", "")
+        raise MalformedAnswerError(
+            f"it is a redirect ({response.status_code}"
+            + (f" to {where[:200]!r}" if where else "")
+            + "), which is not followed: set the upstream to the address it answers at"
+        )
 
 
 def _whole_instead_of_events(body: bytes) -> dict[str, Any]:
     """What a JSON body given for a stream says: its error, or that it is not a stream."""
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = decoded(body)
+    except MalformedAnswerError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("error"), dict):
         error: dict[str, Any] = data["error"]
@@ -231,13 +252,27 @@ class Upstream:
                 "response": [note_upstream_headers],
             },
         )
-        self.http = httpx.AsyncClient(timeout=settings.timeout, follow_redirects=False)
+        # The other routes, each kind in a pool of its own, so that slow ones (completions
+        # generating, a route `passthrough` opened) cannot keep the model list waiting.
+        self.http = httpx.AsyncClient(
+            timeout=settings.timeout,
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+        )
+        self.listing_http = httpx.AsyncClient(timeout=settings.timeout, follow_redirects=False)
         # Reading, checking, rendering and writing requests run in worker threads; those of
         # large requests one at a time: the interpreter runs one thread at a time anyway, and
         # the fewer threads there are to wait for it, the sooner the event loop has it back.
         # Small requests do not queue behind them.
         self._large = anyio.CapacityLimiter(1)
         self._small = anyio.CapacityLimiter(40)
+
+    def passthrough_http(self, method: str, path: str) -> httpx.AsyncClient:
+        """The pool a passed-through request goes by: the model list's own, or the others'."""
+        listing = method in ("GET", "HEAD") and (
+            path == "/v1/models" or path.startswith("/v1/models/")
+        )
+        return self.listing_http if listing else self.http
 
     def computing(self, request_bytes: int) -> anyio.CapacityLimiter:
         """The worker threads for the work of a request of that size."""
@@ -307,3 +342,4 @@ class Upstream:
     async def aclose(self) -> None:
         await self.chat_http.aclose()
         await self.http.aclose()
+        await self.listing_http.aclose()
