@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from scripted_server import ScriptedServer
-from serve_helpers import RunningProxy, error_of
+from serve_helpers import RunningProxy, error_of, wait_for
 
 WEATHER = {
     "type": "function",
@@ -179,11 +179,12 @@ def test_dot_segments_lead_nowhere_beyond_the_routes(
     path: str,
 ) -> None:
     """`GET /v1/models/%2e%2e/%2e%2e/api/tags` matched `GET /v1/models/*` once uvicorn decoded
-    it, and httpx resolved the dots: the upstream was asked for `/api/tags`, with its key."""
+    it, and httpx resolved the dots: the upstream was asked for `/api/tags`, with its key. A
+    path whose final form has a dot segment is refused."""
     proxy = start_proxy(passthrough=("GET /api/*",), upstream_api_key="upstream-secret")
     answer = httpx.request(method, proxy.url + path)
-    assert answer.status_code == 404
-    assert error_of(answer)["code"] == "unknown_url"
+    assert answer.status_code == 400
+    assert error_of(answer)["code"] == "invalid_path"
     assert server.requests == []
 
 
@@ -241,13 +242,18 @@ def test_a_control_character_in_a_path_stays_out_of_the_log(
     a carriage return and an escape sequence (a forged line, a cleared terminal)."""
     caplog.set_level(logging.INFO, logger="hermes_tools.serve")
     httpx.get(proxy.url + "/v1/x%0d2026-11-27 INFO forged%1b%5b2J")
-    # Only this request's line: another test's may still arrive (logged once its answer ended).
-    lines = [
-        record.getMessage().rsplit(" ms=", 1)[0]
-        for record in caplog.records
-        if record.getMessage().startswith("GET /v1/x")
-    ]
-    assert lines == [r"GET /v1/x\x0d2026-11-27 INFO forged\x1b[2J status=404 error=unknown_url"]
+
+    # Only this request's line: another test's may still arrive (logged once its answer ended),
+    # and this one's comes just after its answer.
+    def lines() -> list[str]:
+        return [
+            record.getMessage().rsplit(" ms=", 1)[0]
+            for record in caplog.records
+            if record.getMessage().startswith("GET /v1/x")
+        ]
+
+    wait_for(lambda: bool(lines()))
+    assert lines() == [r"GET /v1/x\x0d2026-11-27 INFO forged\x1b[2J status=400 error=invalid_path"]
 
 
 @pytest.mark.parametrize(
@@ -260,16 +266,16 @@ def test_a_control_character_in_a_path_stays_out_of_the_log(
         ("POST", "/v1/chat/completions%0a"),  # was answered as /v1/chat/completions
     ],
 )
-def test_a_path_with_a_control_character_is_a_404_in_openais_shape(
+def test_a_path_with_a_control_character_is_a_400_in_openais_shape(
     server: ScriptedServer, proxy: RunningProxy, method: str, path: str
 ) -> None:
     """Starlette's routes match no newline, so such a path fell past the pass-through's
     catch-all to Starlette's own plain-text answers, or matched a route whose pattern ends
     with `$` (which a trailing newline satisfies); the pass-through read the path from the URL,
-    which drops tabs and line breaks, and passed it on without them."""
+    which drops tabs and line breaks, and passed it on without them. Now refused at the door."""
     answer = httpx.request(method, proxy.url + path, json={"model": "qwen"})
-    assert answer.status_code == 404
-    assert error_of(answer)["code"] == "unknown_url"
+    assert answer.status_code == 400
+    assert error_of(answer)["code"] == "invalid_path"
     assert server.requests == []
 
 

@@ -382,12 +382,12 @@ def test_arguments_nested_2000_deep_from_the_model_are_an_invalid_call(
     assert "nested deeper" in json.dumps(server.requests[1].body)  # the reason, asked again
 
 
-def test_a_nul_in_a_passed_through_path_is_a_404_and_goes_nowhere(
+def test_a_nul_in_a_passed_through_path_is_a_400_and_goes_nowhere(
     server: ScriptedServer, proxy: RunningProxy
 ) -> None:
     answer = httpx.get(proxy.base_url + "/models/a%00b")
-    assert answer.status_code == 404  # no route has a control character in it
-    assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert answer.status_code == 400  # refused at the door: a control character
+    assert answer.json()["error"]["code"] == "invalid_path"
     assert server.requests == []
 
 

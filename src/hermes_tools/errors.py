@@ -126,6 +126,7 @@ __all__ = [
     "IncompleteStreamError",
     "InnerModelError",
     "LocalModelError",
+    "MalformedAnswerError",
     "MessageFormatError",
     "ParserClosedError",
     "ProfileError",
