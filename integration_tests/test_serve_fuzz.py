@@ -163,6 +163,12 @@ class _Handler(_ScriptedHandler):
     def do_POST(self) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}
         self.server_state.record(Recorded(self.path, headers, {}))
+        garbage = self.server_state.garbage
+        if garbage is not None and self.path.startswith("/v1/chat/completions"):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.close_connection = True
+            self.wfile.write(garbage)  # a whole HTTP answer, as the example drew it
+            return
         super().do_POST()
 
 
@@ -175,6 +181,10 @@ class FuzzUpstream(ScriptedServer):
         self._http.RequestHandlerClass = type("Handler", (_Handler,), {"server_state": self})
         self.paths: list[str] = []
         self.misdescribed = 0  # chat requests whose headers do not describe their body
+        self.kept_back: list[str] = []  # headers that should not have reached it
+        # The raw HTTP answer to every chat request, when the example is the upstream's
+        # garbage (see `upstream_garbage`).
+        self.garbage: bytes | None = None
         self.crashes = 0
         failed = self._http.handle_error
 
@@ -192,6 +202,7 @@ class FuzzUpstream(ScriptedServer):
     def record(self, recorded: Recorded) -> None:
         with self._lock:
             self.paths.append(recorded.path)
+            self.kept_back += sorted(KEPT_BACK_HEADERS & set(recorded.headers))
             if recorded.path.startswith("/v1/chat/completions"):
                 # The body is the proxy's own JSON: no header of the client's may describe it.
                 kind = recorded.headers.get("content-type")
@@ -199,12 +210,23 @@ class FuzzUpstream(ScriptedServer):
                     self.misdescribed += 1
 
 
+# Request headers the proxy keeps back (the client's origin): the drawn headers hold some.
+KEPT_BACK_HEADERS = {"cookie", "x-forwarded-for", "forwarded", "x-real-ip", "x-original-url"}
+
+
 def allowed_upstream_path(path: str) -> bool:
     """What the upstream may be asked for: its chat, completions, embeddings and model routes,
     and the proxy's own questions for a model's context window (llama.cpp's /props, Ollama's
     /api/show, LM Studio's model card), with no dot segment that would lead elsewhere."""
     route = urlsplit(path).path
-    if any(segment in (".", "..") for segment in unquote(route).split("/")):
+    final = route
+    for _ in range(6):  # the path as a hop that decodes again and again would read it
+        if re.search(r"%(2f|5c)", final, re.IGNORECASE) or "\\" in final:
+            return False
+        final, before = unquote(final), final
+        if final == before:
+            break
+    if any(segment.split(";")[0] in (".", "..") for segment in final.split("/")):
         return False
     fixed = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models")
     windows = ("/props", "/api/show")
@@ -518,6 +540,8 @@ HEADER_NAMES = [
     "content-encoding",
     "x-forwarded-for",
     "cookie",
+    "forwarded",
+    "x-original-url",
     "x-stainless-retry-count",
     "x-unknown",
 ]
@@ -963,6 +987,22 @@ class Answer:
     headers: httpx.Headers
     body: bytes
     streamed: bool  # the request asked for a stream
+    # The upstream answered garbage: its failures may end the answer (a 502, a stream's error
+    # event), but never as the proxy's own failure.
+    garbage: bool = False
+
+
+PROXY_FAILED = ("The proxy failed", "(internal)")
+
+
+def ended_as_allowed(answer: Answer, message: str, code: str | None, required: bool) -> None:
+    """How a stream may end in error: the model's missing required call, or, when the
+    upstream answered garbage, any of the upstream's failures but not the proxy's own."""
+    if answer.garbage:
+        assert code != "internal", message
+        assert not any(said in message for said in PROXY_FAILED), message
+    else:
+        assert required, f"the stream failed: {message}"
 
 
 def check_chat(answer: Answer) -> None:
@@ -972,7 +1012,8 @@ def check_chat(answer: Answer) -> None:
         return
     if not answer.streamed:
         completion = strict_json(answer.body)
-        assert completion.get("object") == "chat.completion", completion
+        if not answer.garbage:  # a plain chat's answer goes to the client as the upstream wrote it
+            assert completion.get("object") == "chat.completion", completion
         assert isinstance(completion.get("choices"), list), completion
         return
     assert answer.headers["content-type"].startswith("text/event-stream"), answer.headers
@@ -984,7 +1025,8 @@ def check_chat(answer: Answer) -> None:
     if last != "[DONE]":
         error = strict_json(last.encode())
         openai_error(error)
-        assert error["error"]["code"] == CALL_REQUIRED, f"the stream failed: {error}"
+        code = error["error"]["code"]
+        ended_as_allowed(answer, error["error"]["message"], code, code == CALL_REQUIRED)
 
 
 def check_responses(answer: Answer) -> None:
@@ -1006,7 +1048,7 @@ def check_responses(answer: Answer) -> None:
     assert last["type"] in ("response.completed", "response.incomplete", "response.failed"), last
     if last["type"] == "response.failed":
         message = last["response"]["error"]["message"]
-        assert message.endswith(f"({CALL_REQUIRED})"), f"the stream failed: {message}"
+        ended_as_allowed(answer, message, None, message.endswith(f"({CALL_REQUIRED})"))
 
 
 def check_messages(answer: Answer) -> None:
@@ -1029,7 +1071,8 @@ def check_messages(answer: Answer) -> None:
     assert name in ("message_stop", "error"), last
     if name == "error":
         anthropic_error(last)
-        assert "requires a call" in last["error"]["message"], f"the stream failed: {last}"
+        message = last["error"]["message"]
+        ended_as_allowed(answer, message, None, "requires a call" in message)
 
 
 CHECKS = {
@@ -1059,6 +1102,7 @@ class Fuzz:
     reasons: dict[str, Counter[str]] = field(default_factory=dict)  # each error's code or field
     failures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     last: dict[str, Any] = field(default_factory=dict)  # the last request, for a failure's record
+    garbage: bool = False  # the upstream answers garbage (the example's `upstream.garbage`)
 
     def send(
         self,
@@ -1076,9 +1120,12 @@ class Fuzz:
             "headers": {name: str(value) for name, value in (headers or {}).items()},
             "body": (body or b"").decode("latin-1"),
             "reply": repr(self.upstream.fallback),
+            "upstream_answer": (self.upstream.garbage or b"")[:2000].decode("latin-1"),
         }
         response = self.client.request(method, self.proxy.url + path, content=body, headers=headers)
-        answer = Answer(front, response.status_code, response.headers, response.content, streamed)
+        answer = Answer(
+            front, response.status_code, response.headers, response.content, streamed, self.garbage
+        )
         self.statuses.setdefault(front, Counter())[str(answer.status)] += 1
         assert self.upstream.crashes == upstream_crashes, "the scripted upstream failed"
         if answer.status >= 400 and method != "HEAD":
@@ -1086,8 +1133,10 @@ class Fuzz:
             assert answer.headers.get("content-type") == "application/json", said
             reason = reason_of(answer.body)
             self.reasons.setdefault(front, Counter())[f"{answer.status} {reason}"] += 1
-            # No 5xx but the model's failure to make a call the request requires.
-            assert answer.status < 500 or (answer.status, reason) == (502, CALL_REQUIRED), said
+            if self.garbage:  # the upstream's failure, relayed, but never the proxy's own
+                assert not any(failed in said for failed in PROXY_FAILED), said
+            else:  # no 5xx but the model's failure to make a call the request requires
+                assert answer.status < 500 or (answer.status, reason) == (502, CALL_REQUIRED), said
         CHECKS[front](answer)
         return answer
 
@@ -1102,6 +1151,8 @@ class Fuzz:
         assert not self.canary.opened, f"a request made the proxy open {self.canary.opened}"
         assert not self.canary.connections, "a request made the proxy connect to a URL it named"
         assert not self.upstream.misdescribed, "a chat request's headers misdescribe its body"
+        kept_back, self.upstream.kept_back[:] = list(self.upstream.kept_back), []
+        assert not kept_back, f"the upstream got the client's {kept_back}"
         escaped = [path for path in self.upstream.paths if not allowed_upstream_path(path)]
         self.upstream.paths.clear()
         assert not escaped, f"the upstream was asked for {escaped}"
@@ -1330,6 +1381,20 @@ SEGMENTS = [
     "qwen",
     "meta-llama%2FLlama-3",
     "x" * 300,
+    # Encoded more than once: each is a dot segment, a separator or a control character in
+    # the path's final form.
+    "%252e%252e",
+    "%25252E%25252E",
+    "..%252f..",
+    "%255c",
+    "%5c",
+    "..;",
+    "%252e",
+    "a%2500b",
+    "%250a",
+    "%c0%ae%c0%ae",  # an overlong UTF-8 dot: not UTF-8
+    "a%2520b",  # a space, twice encoded: its final form passes
+    "100%25",  # a percent sign
 ]
 
 
@@ -1376,3 +1441,136 @@ def fuzz_passthrough(fuzz: Fuzz, data: st.DataObject) -> None:
 def test_passthrough(fuzz: Fuzz) -> None:
     fuzz_passthrough(fuzz)
     finished(fuzz, "passthrough")
+
+
+# -- the upstream's garbage -----------------------------------------------------------------------
+
+
+def valid_completion(text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "qwen",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+
+
+def valid_chunks(text: str) -> list[dict[str, Any]]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
+
+    pieces = [text[at : at + 7] for at in range(0, len(text), 7)]
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        *(chunk({"content": piece}) for piece in pieces),
+        chunk({}, "stop"),
+    ]
+
+
+STATUSES = [200] * 12 + [201, 204, 301, 302, 307, 400, 401, 404, 413, 429, 500, 502, 503]
+KINDS = ["application/json", "text/event-stream", "text/html", "", "application/x-ndjson"]
+
+
+def damaged(draw: st.DrawFn, data: bytes) -> bytes:
+    """Bytes hurt the way a broken hop hurts them: bytes that are not UTF-8, a cut, a BOM,
+    deep nesting."""
+    kind = draw(st.sampled_from(["none", "none", "bytes", "cut", "bom", "deep", "random"]))
+    if kind == "bytes" and data:
+        at = draw(st.integers(0, len(data) - 1))
+        return data[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])) + data[at:]
+    if kind == "cut" and data:
+        return data[: draw(st.integers(0, len(data) - 1))]
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + data
+    if kind == "deep":
+        levels = draw(st.sampled_from([1_000, 50_000, 200_000]))
+        return b"[" * levels + b"]" * levels
+    if kind == "random":
+        return bytes(draw(st.binary(max_size=200)))
+    return data
+
+
+@st.composite
+def upstream_garbage(draw: st.DrawFn, stream: bool) -> bytes:
+    """A whole HTTP answer to a chat request: a completion or a stream of chunks, with values
+    of the wrong type, parts missing, bytes damaged, the wrong status or content type, a stream
+    that stops short or says `[DONE]` early."""
+    text = draw(st.sampled_from(["Sunny.", CALL_IN_TEXT, "<think>hm</think>Yes."]))
+    if stream and not one_in(draw, 8):
+        chunks = mutated(draw, valid_chunks(text), most=4)
+        events = chunks if isinstance(chunks, list) else [chunks]
+        if draw(st.booleans()):
+            events = events[: draw(st.integers(0, len(events)))]  # cut: no finish reason
+        lines = [b"data: " + damaged(draw, encoded(event, True)) + b"\n\n" for event in events]
+        if one_in(draw, 3):
+            lines.insert(draw(st.integers(0, len(lines))), b": keep-alive\n\n")
+        if not one_in(draw, 3):
+            lines.append(b"data: [DONE]\n\n")
+        body = b"".join(lines)
+        if one_in(draw, 6):
+            body = body.replace(b"\n", b"\r\n")
+        kind = "text/event-stream"
+    else:
+        body = damaged(draw, encoded(mutated(draw, valid_completion(text), most=4), True))
+        kind = "application/json"
+    if one_in(draw, 6):
+        kind = draw(st.sampled_from(KINDS))
+    status = draw(st.sampled_from(STATUSES))
+    head = f"HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\n"
+    if 300 <= status < 400:
+        head += "location: http://127.0.0.1:9/elsewhere\r\n"
+    if not one_in(draw, 4):  # else the body ends where the connection does
+        length = len(body) + draw(st.sampled_from([0, 0, 0, 0, 10]))  # 10: cut short
+        head += f"content-length: {length}\r\n"
+    return head.encode() + b"connection: close\r\n\r\n" + body
+
+
+CALL_IN_TEXT = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+GARBAGE_FRONTS = {
+    "chat": ("/v1/chat/completions", chat_bodies),
+    "responses": ("/v1/responses", lambda canary: responses_bodies(canary, None)),
+    "messages": ("/v1/messages", lambda canary: messages_bodies(canary, False)),
+}
+
+
+@FUZZ
+@given(st.data())
+@example_of("upstream")
+def fuzz_upstream_garbage(fuzz: Fuzz, data: st.DataObject) -> None:
+    front = data.draw(st.sampled_from(sorted(GARBAGE_FRONTS)))
+    path, bodies = GARBAGE_FRONTS[front]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    body: dict[str, Any] = {"model": "qwen", "messages": [{"role": "user", "content": "Hi"}]}
+    if data.draw(st.booleans()):  # mostly a valid request, to reach the upstream
+        drawn = data.draw(bodies(fuzz.canary))
+        body = drawn if isinstance(drawn, dict) else body
+    elif front == "chat" and data.draw(st.booleans()):
+        body["tools"] = tools
+    elif front == "responses":
+        body = {"model": "qwen", "input": "Hi", "tools": [{"type": "function", "name": "f"}]}
+    elif front == "messages":
+        body = {"model": "qwen", "max_tokens": 64, "messages": body["messages"]}
+    stream = data.draw(st.booleans())
+    body = {**body, "stream": stream}
+    fuzz.upstream.garbage = data.draw(upstream_garbage(stream))
+    fuzz.garbage = True
+    try:
+        fuzz.post(front, path, encoded(body, True), {"content-type": "application/json"})
+    finally:
+        fuzz.upstream.garbage = None
+        fuzz.garbage = False
+    fuzz.still_serving()
+
+
+def test_upstream_garbage(fuzz: Fuzz) -> None:
+    fuzz_upstream_garbage(fuzz)
+    finished(fuzz, "upstream")

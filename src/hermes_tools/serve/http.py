@@ -44,7 +44,7 @@ from hermes_tools.serve.exchange import (
 from hermes_tools.serve.heap import TRIM_AFTER_BYTES, give_back
 from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
-from hermes_tools.serve.upstream import Upstream, UpstreamChat
+from hermes_tools.serve.upstream import Upstream, UpstreamChat, decoded
 from hermes_tools.serve.validation import parse_body
 
 log = logging.getLogger("hermes_tools.serve")
@@ -461,8 +461,8 @@ def stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]
 
 def _is_openai_error(body: bytes) -> bool:
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = decoded(body)
+    except MalformedAnswerError:
         return False
     return isinstance(data, dict) and isinstance(data.get("error"), dict)
 
@@ -490,8 +490,8 @@ def upstream_message(exc: UpstreamError) -> str:
 def error_message(body: bytes) -> str | None:
     """The message of an OpenAI-style error body (`{"error": {"message": ...}}`), if it is one."""
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = decoded(body)
+    except MalformedAnswerError:
         return None
     error = data.get("error") if isinstance(data, dict) else None
     message = error.get("message") if isinstance(error, dict) else None

@@ -116,7 +116,7 @@ def _arguments(text: str) -> dict[str, Any] | None:
     policy found unusable after it was streamed)."""
     try:
         value = json.loads(text or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # a server's own call: anything it wrote
         return None
     return value if isinstance(value, dict) else None
 

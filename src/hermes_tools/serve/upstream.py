@@ -14,7 +14,6 @@ httpx's own errors (timeouts, connections refused or cut).
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -30,7 +29,7 @@ from hermes_tools._signals import UpstreamError, UpstreamEventError
 from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
 from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
-from hermes_tools.serve.wire import encode_in_pieces
+from hermes_tools.serve.wire import decode, encode_in_pieces
 
 # How long the upstream may take to say a model's context window (asked once per process).
 WINDOW_SECONDS = 5.0
@@ -176,9 +175,11 @@ def wire_headers(headers: Mapping[str, str]) -> dict[bytes, bytes]:
 
 
 def decoded(data: bytes) -> Any:
-    """The upstream's JSON, or MalformedAnswerError saying why it cannot be read."""
+    """The upstream's JSON, read as strictly as a request is (no NaN, no number too large
+    for a float: they would go on to the client as text no JSON reader takes), or
+    MalformedAnswerError saying why it cannot be read."""
     try:
-        return json.loads(data)
+        return decode(data)
     except UnicodeDecodeError as exc:
         problem = f"it is not UTF-8 (byte {exc.start})"
     except RecursionError:
