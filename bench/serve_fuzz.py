@@ -57,24 +57,34 @@ def render(figures: dict[str, Any], examples: int, elapsed: float, outcome: str)
         f"({examples:,} examples per front; {elapsed / 60:.1f} minutes; pytest: {outcome})",
         "",
     ]
-    fronts = ["chat", "responses", "messages", "count_tokens", "passthrough"]
+    fronts = ["chat", "responses", "messages", "count_tokens", "passthrough", "upstream"]
     statuses: dict[str, dict[str, int]] = figures["statuses"]
     total_5xx = 0
     for front in fronts:
         seen = statuses.get(front, {})
         requests = sum(seen.values())
+        if front == "upstream":
+            lines.append(f"{'':>13}  (the three fronts again, the upstream answering garbage)")
         if front == "count_tokens":  # the Messages front's other endpoint
             both = requests + sum(statuses.get("messages", {}).values())
             lines.append(f"{'':>13}  (the Messages front, both endpoints: {both:,} requests)")
         server_errors = sum(count for status, count in seen.items() if status.startswith("5"))
-        total_5xx += server_errors
+        if front != "upstream":  # there a 5xx is the upstream's failure, said as a 502 or relayed
+            total_5xx += server_errors
         by_status = ", ".join(f"{status}: {count:,}" for status, count in sorted(seen.items()))
         lines.append(f"{front:>13}  {requests:>6,} requests   {by_status}")
         reasons = figures["reasons"].get(front, {})
         common = sorted(reasons.items(), key=lambda item: -item[1])[:12]
         lines.append("               errors: " + "; ".join(f"{r} x{n:,}" for r, n in common))
     required = sum(
-        reasons.get("502 tool_call_required", 0) for reasons in figures["reasons"].values()
+        reasons.get("502 tool_call_required", 0)
+        for front, reasons in figures["reasons"].items()
+        if front != "upstream"
+    )
+    garbage = figures["reasons"].get("upstream", {})
+    # The proxy's own failure: OpenAI's server_error, or Anthropic's "The proxy failed ...".
+    own = sum(
+        n for reason, n in garbage.items() if "server_error" in reason or "proxy failed" in reason
     )
     failures = figures["failures"]
     lines += [
@@ -82,6 +92,10 @@ def render(figures: dict[str, Any], examples: int, elapsed: float, outcome: str)
         f"5xx answers: {total_5xx:,}, all of them 502 tool_call_required: "
         f"{'yes' if total_5xx == required else 'NO'} (the drawn reply made no call that the "
         "request's tool_choice required: the model's failure, the one 5xx allowed)",
+        "with the upstream answering garbage: every 5xx was a 502 naming the upstream's fault "
+        f"or the upstream's own status relayed; 500s of the proxy's own: {own} (a failure below "
+        "if any: its answer, its stream's last event and its log are checked for the proxy's "
+        "own failure)",
         f"slowest /health answer while the fuzz ran: {figures['slowest_health_seconds']} s",
         "after every example the proxy answered /health and its server thread was alive, and "
         "nothing a request named was connected to or opened (else a failure below)",
