@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 
 import openai
@@ -14,6 +15,7 @@ import hermes_tools
 from endpoint_helpers import QUESTION, TOOLS, plain_accumulate
 from hermes_tools import IncompleteStreamError
 from scripted_server import Reply, ScriptedServer
+from serve_helpers import RawUpstream
 
 FAST_RETRY = {"retry-after-ms": "5"}
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
@@ -150,3 +152,63 @@ async def test_a_hundred_concurrent_streams_keep_their_own_answers(server: Scrip
         assert json.loads(call["arguments"]) == {"city": f"city-{i}"}
         assert answer["finish_reason"] == "tool_calls"
     assert len(server.bodies()) == count
+
+
+def _answer(body: bytes, kind: str = "application/json") -> bytes:
+    return (
+        f"HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    ).encode() + body
+
+
+CALL_AT_A_BILLION = {"index": 10**9, "id": "c", "type": "function", "function": {"name": "f"}}
+MALFORMED = [
+    (b'{"choices": "x"}', "choices is a string, not a list"),
+    (b'{"choices": [{"index": 0, "message": 5}]}', "choices[0].message is a number"),
+    (b'{"choices": []}', "its choices are empty"),
+    (
+        json.dumps(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"content": None, "tool_calls": [CALL_AT_A_BILLION]},
+                        "finish_reason": "tool_calls",
+                    }
+                ]
+            }
+        ).encode(),
+        "index is 1000000000",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "named"), MALFORMED)
+def test_an_answer_that_is_no_chat_completion_raises_naming_the_part(
+    body: bytes, named: str
+) -> None:
+    """The SDK builds its objects without checking them: a part of the wrong type reached the
+    reply policy as it was sent, and failed there with an AttributeError (or, for a call index
+    of a billion, made room for a billion calls)."""
+    upstream = RawUpstream(_answer(body)).start()
+    try:
+        client = hermes_tools.wrap(OpenAI(base_url=upstream.base_url, api_key="k", max_retries=0))
+        with pytest.raises(hermes_tools.MalformedAnswerError, match=re.escape(named)):
+            client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
+    finally:
+        upstream.stop()
+
+
+async def test_a_streamed_chunk_that_is_no_chunk_raises_naming_the_part() -> None:
+    event = b'data: {"choices": [{"index": 0, "delta": {"content": [1]}}]}\n\n'
+    upstream = RawUpstream(_answer(event, "text/event-stream")).start()
+    try:
+        async with AsyncOpenAI(base_url=upstream.base_url, api_key="k", max_retries=0) as raw:
+            stream = await hermes_tools.wrap(raw).chat.completions.create(
+                model="m", messages=QUESTION, tools=TOOLS, stream=True
+            )
+            with pytest.raises(hermes_tools.MalformedAnswerError, match="content is a list"):
+                async for _ in stream:
+                    pass
+    finally:
+        upstream.stop()
