@@ -18,9 +18,9 @@ that its work is not counted against the proxy).
 2. The door: the same prober while 150 slow clients each send a request's head one byte a
    second (reconnecting when dropped) and a chat request whose tool's schema has the pattern
    `^(a+)+$` is kept in flight, the upstream's call giving it 40 `a`s and a `!` (Python's `re`
-   would take hours); then, with the proxy's open files capped at 1,024, while 1,100 idle
-   connections are held open. Prints the same figures, and how the slow and idle clients
-   fared (answered 408 / dropped by the door).
+   would take days); then, with the proxy's open files capped at 1,024, while 1,100 idle
+   connections are opened (once; then again, each reopened as soon as the door drops it).
+   Prints the same figures, and how the slow and idle clients fared.
 3. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API
    requests of `--mb` MB each (kept for `previous_response_id`, as by default), against
    2 x idle + the store's byte bound (`stored_responses_bytes`).
@@ -375,21 +375,23 @@ def slow_clients(url: str, count: int, seconds: float, pipe: Connection) -> None
     pipe.send(outcome)
 
 
-def idle_connections(url: str, count: int, seconds: float, pipe: Connection) -> None:
-    """`count` connections opened and left idle, reopened when closed; sends how many the
-    door closed."""
+def idle_connections(url: str, count: int, seconds: float, reopen: bool, pipe: Connection) -> None:
+    """`count` connections opened and left idle (reopened when closed if `reopen`); sends how
+    many the door closed."""
     host, port = url.removeprefix("http://").split(":")
     closed = 0
     held: dict[int, socket.socket] = {}
     watch = select.poll()
     end = time.monotonic() + seconds
+    opened = 0
     while time.monotonic() < end:
-        while len(held) < count:
+        while len(held) < count and (reopen or opened < count):
             try:
                 connection = socket.create_connection((host, int(port)), timeout=5)
             except OSError:
                 time.sleep(0.05)
                 break
+            opened += 1
             held[connection.fileno()] = connection
             watch.register(connection, select.POLLIN)
         for descriptor, _ in watch.poll(200):
@@ -434,26 +436,31 @@ def door(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> Non
     finally:
         proxy.terminate()
         proxy.wait(15)
-    proxy, url = start_proxy(upstream_url, work, files=1024)
-    try:
-        receiver, sender = multiprocessing.Pipe(duplex=False)
-        idle = multiprocessing.Process(target=idle_connections, args=(url, 1100, seconds, sender))
-        idle.start()
-        time.sleep(2)  # the 1,100 opened
-        process, results = probe(url, seconds - 4)
-        waits = results.recv()
-        process.join()
-        closed = receiver.recv()
-        idle.join()
-        phase = "1,100 idle connections, 1,024 files"
-        lines.append(f"{phase:36} {summary(waits['health'])}  {_chat(waits)}")
-        lines.append(
-            f"  the idle connections: {closed} closed by the door to make room "
-            f"(it holds {Door.of(Limits(), 1024).connections} with 1,024 open files)"
-        )
-    finally:
-        proxy.terminate()
-        proxy.wait(15)
+    for reopen in (False, True):
+        proxy, url = start_proxy(upstream_url, work, files=1024)
+        try:
+            receiver, sender = multiprocessing.Pipe(duplex=False)
+            idle = multiprocessing.Process(
+                target=idle_connections, args=(url, 1100, seconds, reopen, sender)
+            )
+            idle.start()
+            time.sleep(2)  # the 1,100 opened
+            process, results = probe(url, seconds - 4)
+            waits = results.recv()
+            process.join()
+            closed = receiver.recv()
+            idle.join()
+            phase = "1,100 idle, reopened, 1,024 files" if reopen else "1,100 idle, 1,024 files"
+            lines.append(f"{phase:36} {summary(waits['health'])}  {_chat(waits)}")
+            cap = Door.of(Limits(), 1024).connections
+            lines.append(
+                f"  the idle connections: {closed} closed by the door (making room, or at "
+                f"header_seconds; it holds "
+                f"{cap} with 1,024 open files){', each reopened at once' if reopen else ''}"
+            )
+        finally:
+            proxy.terminate()
+            proxy.wait(15)
 
 
 def _chat(waits: dict[str, list[float]]) -> str:
