@@ -18,7 +18,7 @@ that its work is not counted against the proxy).
 2. The door: the same prober while 150 slow clients each send a request's head one byte a
    second (reconnecting when dropped) and a chat request whose tool's schema has the pattern
    `^(a+)+$` is kept in flight, the upstream's call giving it 40 `a`s and a `!` (Python's `re`
-   would take days); then, with the proxy's open files capped at 1,024, while 1,100 idle
+   would take hours); then, with the proxy's open files capped at 1,024, while 1,100 idle
    connections are opened (once; then again, each reopened as soon as the door drops it).
    Prints the same figures, and how the slow and idle clients fared.
 3. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API

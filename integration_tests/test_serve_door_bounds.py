@@ -71,7 +71,7 @@ def error_in(front: Front, answer: bytes) -> dict[str, Any]:
 
 # -- client-chosen regexes ------------------------------------------------------------------------
 
-# `re` tries 2 ** 40 ways to split the `a`s before it says no: days, holding the worker.
+# `re` tries 2 ** 40 ways to split the `a`s before it says no: hours, holding the worker.
 CATASTROPHIC = {
     "type": "object",
     "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},

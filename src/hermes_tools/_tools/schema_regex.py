@@ -8,10 +8,11 @@ time linear in the text whatever the pattern. RE2 reads the syntax JSON Schema m
 `\\uXXXX` and `\\u{X}` escapes are written in RE2's `\\x{X}`, and Python's `\\Z` as `\\z`.
 
 What RE2 cannot run (a look-around, a backreference, a repetition past 1,000, a program past
-its memory budget) constrains nothing, as a grammar loosens what it cannot say: `pattern` lets
-any string through, `patternProperties` applies its schema to no key, and a key it might have
-matched is not counted among the additional or unevaluated ones. The tool definition is not
-refused for it; the first check that meets such a pattern logs a warning naming it.
+its memory budget of 2 MiB) constrains nothing, as a grammar loosens what it cannot say:
+`pattern` lets any string through, `patternProperties` applies its schema to no key, and a key
+it might have matched is not counted among the additional or unevaluated ones. The tool
+definition is not refused for it; the first check that meets such a pattern logs a warning
+naming it.
 
 The validator is jsonschema's own class for the schema's draft, extended with the keywords that
 match patterns replaced: `pattern`, `patternProperties`, `additionalProperties` (which asks
@@ -53,7 +54,13 @@ def _re2_escape(found: re.Match[str]) -> str:
     return "\\z" if found.group() == "\\Z" else found.group()
 
 
-@lru_cache(maxsize=1024)
+# Each compiled pattern keeps up to RE2_MEMORY (its program and its DFA's states); google-re2
+# keeps the last 128 compiled, and these caches as many: a few hundred MiB at the very worst.
+RE2_MEMORY = 2 * 1024 * 1024
+_REMEMBERED = 128
+
+
+@lru_cache(maxsize=_REMEMBERED)
 def _re2(pattern: str) -> Any:
     """`pattern` compiled by RE2, or the sentence RE2 refused it with."""
     import re2  # type: ignore[import-untyped]
@@ -61,6 +68,7 @@ def _re2(pattern: str) -> Any:
     options = re2.Options()
     options.log_errors = False  # RE2 would write each refusal to stderr itself
     options.never_capture = True
+    options.max_mem = RE2_MEMORY  # a pattern that needs more is one RE2 cannot run
     try:
         return re2.compile(_FOREIGN_ESCAPE.sub(_re2_escape, pattern).encode(), options)
     except (re2.error, UnicodeEncodeError) as exc:
@@ -68,20 +76,23 @@ def _re2(pattern: str) -> Any:
         return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=_REMEMBERED)
 def compiled(pattern: str) -> Any | None:
     """`pattern` compiled by RE2; None (and a warning, once) when RE2 cannot run it."""
     regexp = _re2(pattern)
     if not isinstance(regexp, str):
         return regexp
-    shown = pattern if len(pattern) <= 200 else pattern[:197] + "..."
     log.warning(
         "The schema pattern %r cannot be run in linear time (%s): arguments are not checked "
         "against it.",
-        shown,
-        regexp,
+        _cut(pattern),
+        _cut(regexp),  # RE2's reason quotes the pattern
     )
     return None
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _search(regexp: Any, text: str) -> bool:
