@@ -15,7 +15,13 @@ that its work is not counted against the proxy).
    string: more than any model's window, the worst case for the reader). Prints p50, p99 and
    the longest wait of each phase, and how many heavy requests were answered. The one-worker
    figures are the point: with `--workers N`, a heavy request holds only its own worker.
-2. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API
+2. The door: the same prober while 150 slow clients each send a request's head one byte a
+   second (reconnecting when dropped) and a chat request whose tool's schema has the pattern
+   `^(a+)+$` is kept in flight, the upstream's call giving it 40 `a`s and a `!` (Python's `re`
+   would take hours); then, with the proxy's open files capped at 1,024, while 1,100 idle
+   connections are opened (once; then again, each reopened as soon as the door drops it).
+   Prints the same figures, and how the slow and idle clients fared.
+3. Memory: a fresh proxy's resident memory when idle, then after `--requests` Responses-API
    requests of `--mb` MB each (kept for `previous_response_id`, as by default), against
    2 x idle + the store's byte bound (`stored_responses_bytes`).
 
@@ -29,6 +35,8 @@ import asyncio
 import json
 import multiprocessing
 import os
+import resource
+import select
 import socket
 import statistics
 import subprocess
@@ -40,6 +48,8 @@ from pathlib import Path
 
 import httpx
 
+from hermes_tools.serve.door import Door
+from hermes_tools.serve.limits import Limits
 from hermes_tools.serve.settings import DEFAULT_STORED_RESPONSES_BYTES
 
 COMPLETION = json.dumps(
@@ -58,6 +68,15 @@ COMPLETION = json.dumps(
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 ).encode()
+# A request holding this word is answered with a call whose argument the pattern tool's
+# `^(a+)+$` backtracks on.
+PATHOLOGICAL = b"PATHOLOGICAL"
+PATTERN_CALL = COMPLETION.replace(
+    b'"Done."',
+    json.dumps(
+        '<tool_call>{"name": "match", "arguments": {"s": "' + "a" * 40 + '!"}}</tool_call>'
+    ).encode(),
+)
 
 
 def free_port() -> int:
@@ -78,8 +97,10 @@ def upstream(port: int) -> None:
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":", 1)[1])
-                await reader.readexactly(length)
+                request = await reader.readexactly(length)
                 body = b'{"object": "list", "data": []}' if head.startswith(b"GET") else COMPLETION
+                if PATHOLOGICAL in request:
+                    body = PATTERN_CALL
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
@@ -99,7 +120,15 @@ def upstream(port: int) -> None:
 # -- the proxy --------------------------------------------------------------------------------
 
 
-def start_proxy(upstream_url: str, work: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_proxy(
+    upstream_url: str, work: Path, *extra: str, files: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The proxy, its open files capped at `files` (soft and hard) if given."""
+
+    def cap_files() -> None:
+        if files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
     port = free_port()
     log = open(work / f"proxy-{port}.log", "wb")  # noqa: SIM115 - kept open for the process's life
     process = subprocess.Popen(
@@ -118,6 +147,7 @@ def start_proxy(upstream_url: str, work: Path, *extra: str) -> tuple[subprocess.
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
+        preexec_fn=cap_files,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -289,6 +319,154 @@ def stalls(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> N
     lines.append("request sizes: " + "; ".join(f"{n} {b / 1e6:.1f} MB" for n, b in sizes.items()))
 
 
+# -- the door: slow clients, a pathological pattern, idle connections ----------------------------
+
+
+def pattern_request(round_number: int) -> bytes:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "match",
+            "description": "Match a string.",
+            "parameters": {
+                "type": "object",
+                "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+                "required": ["s"],
+            },
+        },
+    }
+    text = f"{PATHOLOGICAL.decode()} {round_number}"
+    body = {"model": "m", "messages": [{"role": "user", "content": text}], "tools": [tool]}
+    return json.dumps(body).encode()
+
+
+def slow_clients(url: str, count: int, seconds: float, pipe: Connection) -> None:
+    """`count` connections each sending a request's head a byte a second, reconnecting when
+    dropped; sends (answered 408, dropped without an answer)."""
+    host, port = url.removeprefix("http://").split(":")
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 10_000 + b"\r\n\r\n"
+    outcome = {"408": 0, "dropped": 0}
+
+    async def client() -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            reader, writer = await asyncio.open_connection(host, int(port))
+            try:
+                for byte in range(len(head)):
+                    if reader.at_eof() or time.monotonic() > end:
+                        break
+                    writer.write(head[byte : byte + 1])
+                    await writer.drain()
+                    try:
+                        answer = await asyncio.wait_for(reader.read(100), 1)
+                    except asyncio.TimeoutError:
+                        continue
+                    outcome["408" if b" 408 " in answer else "dropped"] += 1
+                    break
+            except ConnectionError:
+                outcome["dropped"] += 1
+            finally:
+                writer.close()
+
+    async def main() -> None:
+        await asyncio.gather(*(client() for _ in range(count)))
+
+    asyncio.run(main())
+    pipe.send(outcome)
+
+
+def idle_connections(url: str, count: int, seconds: float, reopen: bool, pipe: Connection) -> None:
+    """`count` connections opened and left idle (reopened when closed if `reopen`); sends how
+    many the door closed."""
+    host, port = url.removeprefix("http://").split(":")
+    closed = 0
+    held: dict[int, socket.socket] = {}
+    watch = select.poll()
+    end = time.monotonic() + seconds
+    opened = 0
+    while time.monotonic() < end:
+        while len(held) < count and (reopen or opened < count):
+            try:
+                connection = socket.create_connection((host, int(port)), timeout=5)
+            except OSError:
+                time.sleep(0.05)
+                break
+            opened += 1
+            held[connection.fileno()] = connection
+            watch.register(connection, select.POLLIN)
+        for descriptor, _ in watch.poll(200):
+            connection = held.pop(descriptor)
+            watch.unregister(descriptor)
+            closed += 1
+            connection.close()
+    for connection in held.values():
+        connection.close()
+    pipe.send(closed)
+
+
+def door(upstream_url: str, work: Path, seconds: float, lines: list[str]) -> None:
+    lines.append("The door: /health and the small chat request while clients misbehave:")
+    lines.append(
+        f"{'phase':36} {'asked':>6} {'p50':>6} {'p99':>6} {'max':>6}  "
+        f"{'chat p50':>8} {'p99':>6} {'max':>6}  pattern requests answered"
+    )
+    proxy, url = start_proxy(upstream_url, work)
+    try:
+        process, results = probe(url, seconds)
+        waits = results.recv()
+        process.join()
+        lines.append(f"{'idle':36} {summary(waits['health'])}  {_chat(waits)}")
+        receiver, sender = multiprocessing.Pipe(duplex=False)
+        slow = multiprocessing.Process(target=slow_clients, args=(url, 150, seconds, sender))
+        slow.start()
+        process, results = probe(url, seconds)
+        answered = asyncio.run(keep_in_flight(url, {"pattern": pattern_request}, seconds))
+        waits = results.recv()
+        process.join()
+        outcome = receiver.recv()
+        slow.join()
+        phase = "150 slow clients and ^(a+)+$"
+        lines.append(
+            f"{phase:36} {summary(waits['health'])}  {_chat(waits)}  {answered['pattern']}"
+        )
+        lines.append(
+            f"  the slow clients' heads: {outcome['408']} answered 408 (header_seconds), "
+            f"{outcome['dropped']} dropped otherwise, over {seconds:.0f} s"
+        )
+    finally:
+        proxy.terminate()
+        proxy.wait(15)
+    for reopen in (False, True):
+        proxy, url = start_proxy(upstream_url, work, files=1024)
+        try:
+            receiver, sender = multiprocessing.Pipe(duplex=False)
+            idle = multiprocessing.Process(
+                target=idle_connections, args=(url, 1100, seconds, reopen, sender)
+            )
+            idle.start()
+            time.sleep(2)  # the 1,100 opened
+            process, results = probe(url, seconds - 4)
+            waits = results.recv()
+            process.join()
+            closed = receiver.recv()
+            idle.join()
+            phase = "1,100 idle, reopened, 1,024 files" if reopen else "1,100 idle, 1,024 files"
+            lines.append(f"{phase:36} {summary(waits['health'])}  {_chat(waits)}")
+            cap = Door.of(Limits(), 1024).connections
+            lines.append(
+                f"  the idle connections: {closed} closed by the door (making room, or at "
+                f"header_seconds; it holds "
+                f"{cap} with 1,024 open files){', each reopened at once' if reopen else ''}"
+            )
+        finally:
+            proxy.terminate()
+            proxy.wait(15)
+
+
+def _chat(waits: dict[str, list[float]]) -> str:
+    return summary(waits["chat"]).split(maxsplit=1)[1]
+
+
 def memory(upstream_url: str, work: Path, requests: int, megabytes: int, lines: list[str]) -> None:
     proxy, url = start_proxy(upstream_url, work)
     try:
@@ -325,6 +503,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--mb", type=int, default=20)
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--only-door", action="store_true", help="the door's figures alone")
     args = parser.parse_args()
     port = free_port()
     child = multiprocessing.Process(target=upstream, args=(port,), daemon=True)
@@ -334,8 +513,10 @@ def main() -> None:
         f"{os.cpu_count()} cores; one proxy worker; Python {sys.version.split()[0]}"
     ]
     with tempfile.TemporaryDirectory() as work:
-        stalls(upstream_url, Path(work), args.seconds, lines)
-        if not args.skip_memory:
+        if not args.only_door:
+            stalls(upstream_url, Path(work), args.seconds, lines)
+        door(upstream_url, Path(work), args.seconds, lines)
+        if not args.skip_memory and not args.only_door:
             memory(upstream_url, Path(work), args.requests, args.mb, lines)
     child.terminate()
     print("\n".join(lines))

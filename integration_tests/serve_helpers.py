@@ -128,7 +128,10 @@ def free_port() -> int:
 class ServeProcess:
     """`hermes-tools serve ...` as a real command, with its workers; stopped on exit."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, files: int | None = None
+    ) -> None:
+        """`files`: the process's limit of open files (soft and hard), if not inherited."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "hermes_tools.cli", "serve", "--port", str(self.port)]
@@ -138,6 +141,7 @@ class ServeProcess:
             stderr=subprocess.STDOUT,
             text=True,
             env={**os.environ, **(env or {})},
+            preexec_fn=None if files is None else lambda: _limit_files(files),
         )
         self.output: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -174,6 +178,12 @@ class ServeProcess:
         assert self.process.stdout is not None
         self.process.stdout.close()
         return "".join(self.output)
+
+
+def _limit_files(files: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
 
 def sse_events(lines: Iterator[str]) -> list[str]:

@@ -244,3 +244,32 @@ def test_the_log_leaves_out_the_traceback_of_an_upstream_cut_only() -> None:
     assert not keep.filter(record(UpstreamCut()))
     assert keep.filter(record(ValueError("x")))
     assert keep.filter(record(None))
+
+
+def test_every_limit_is_documented_with_its_default() -> None:
+    from hermes_tools.serve.limits import LIMIT_HELP, Limits
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "proxy.md").read_text()
+    block = docs.split("[limits]\n", 1)[1].split("```", 1)[0]
+    documented = dict(line.split("#")[0].split("=") for line in block.splitlines() if line)
+    assert {name.strip(): int(value) for name, value in documented.items()} == (Limits().as_dict())
+    assert set(LIMIT_HELP) == set(Limits().as_dict())
+
+
+def test_the_connection_limits_are_settings() -> None:
+    settings = serve_arguments(
+        "--upstream", UPSTREAM, "--limit", "header_seconds=3", "--limit", "connections=10"
+    )
+    assert settings.limits.header_seconds == 3
+    assert settings.limits.connections == 10
+    with pytest.raises(ServeConfigError, match="body_seconds must be a whole number"):
+        serve_arguments("--upstream", UPSTREAM, "--limit", "body_seconds=0")
+
+
+def test_the_connection_cap_stays_below_the_descriptor_limit() -> None:
+    from hermes_tools.serve.door import Door
+    from hermes_tools.serve.limits import Limits
+
+    assert Door.of(Limits(), 1024).connections == 472
+    assert Door.of(Limits(), 1 << 20).connections == 4096
+    assert Door.of(Limits(connections=100), 1024).connections == 100

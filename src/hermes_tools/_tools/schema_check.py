@@ -10,7 +10,8 @@ invalid when it is given, not when a call to it is checked.
 A call whose arguments do not fit is an invalid call whose error is the schema's complaint, so
 the reply policy asks the model again with that reason. Checking a schema against its
 meta-schema costs milliseconds, and agents send the same tools on every turn: the verdict is
-remembered by the schema's content, and validators are built once per schema.
+remembered by the schema's content, and validators are built once per schema. Their patterns
+run in linear time (`schema_regex`): a schema cannot make a check run for long.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache, lru_cache
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
+from hermes_tools._tools.schema_regex import bounded_class, is_pattern
 from hermes_tools.errors import ToolSchemaError
 
 if TYPE_CHECKING:
+    from jsonschema import FormatChecker
     from jsonschema.protocols import Validator
     from referencing import Resource
     from referencing._core import Resolver
@@ -117,7 +120,7 @@ def _find_problem(text: str) -> str | None:
         given = _short(repr(schema.get("$schema")))
         return f"'$schema' must be the URI of a JSON Schema draft, not {given}"
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=_format_checker(cls))  # type: ignore[call-arg]
     except exceptions.SchemaError as exc:
         path = "".join(f"[{part!r}]" if isinstance(part, int) else f".{part}" for part in exc.path)
         return exc.message + (f" (at parameters{path})" if path else "")
@@ -181,7 +184,19 @@ def _validator(schema_text: str) -> Validator:
 
     schema = json.loads(schema_text)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return cls(schema, registry=_no_retrieval())
+    bounded = bounded_class(cls, '"patternProperties"' in schema_text)
+    return bounded(schema, registry=_no_retrieval())
+
+
+@cache
+def _format_checker(cls: type[Validator]) -> FormatChecker:
+    """The meta-schema's format checker, with a `regex` that accepts what the check runs."""
+    from jsonschema import FormatChecker, validators
+
+    checker = validators.validator_for(cls.META_SCHEMA, default=cls).FORMAT_CHECKER
+    widened = FormatChecker(())
+    widened.checkers = {**checker.checkers, "regex": (is_pattern, ())}
+    return widened
 
 
 def _depth(value: Any) -> int:

@@ -25,6 +25,7 @@ keeps it. The selection changes when a call brings another tool in.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -49,11 +50,16 @@ CATALOGUE_HEAD = (
 
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s+|$)")
-_WRAPPED = re.compile(r"<([A-Za-z][\w-]*)>.*?</\1>", re.DOTALL)
+# Context wrapped in tags, found as openings and closings so that a text of openings that
+# never close costs one pass, not one search to its end for each.
+_OPENING = re.compile(r"<([A-Za-z][\w-]*)>")
+_CLOSING = re.compile(r"</([A-Za-z][\w-]*)>")
 _WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # A file's name or path in a request (`notes.txt`, `src/report.py`): it names what to act on,
-# not how; as words (`report`, `py`) it would rank tools by the user's file names.
-_FILE_NAMES = re.compile(r"(?:[\w~.-]*/)*[\w-]+\.[A-Za-z]\w{0,7}\b")
+# not how; as words (`report`, `py`) it would rank tools by the user's file names. A name
+# starts where a run of name characters does: tried at every character of a long run, the
+# search would cost the square of its length.
+_FILE_NAMES = re.compile(r"(?<![\w~./-])(?:[\w~.-]*/)*[\w-]+\.[A-Za-z]\w{0,7}\b")
 
 
 def estimated_tokens(text: str) -> int:
@@ -362,8 +368,26 @@ def last_user_text(messages: Iterable[object]) -> str:
                 for part in content
                 if isinstance(part, Mapping) and isinstance(part.get("text"), str)
             )
-    request = _WRAPPED.sub(" ", text)
+    request = _without_wrapped(text)
     return request if request.strip() else text
+
+
+def _without_wrapped(text: str) -> str:
+    """`text` with each span from a `<tag>` to the first `</tag>` after it made a space."""
+    closings: dict[str, list[int]] = {}
+    for closing in _CLOSING.finditer(text):
+        closings.setdefault(closing.group(1), []).append(closing.start())
+    kept: list[str] = []
+    position = 0
+    for opening in _OPENING.finditer(text):
+        name = opening.group(1)
+        ends = closings.get(name, [])
+        after = bisect.bisect_left(ends, opening.end())
+        if opening.start() < position or after == len(ends):
+            continue
+        kept += [text[position : opening.start()], " "]
+        position = ends[after] + len(name) + 3
+    return "".join([*kept, text[position:]])
 
 
 def called_tools(messages: Iterable[object]) -> list[str]:

@@ -7,6 +7,7 @@ server stack (uvicorn, Starlette, httpx) is imported when `serve` actually runs.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import ipaddress
 import logging
@@ -25,6 +26,7 @@ from hermes_tools.serve.limits import LIMIT_HELP, Limits
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
 
 if TYPE_CHECKING:
+    from hermes_tools.serve.door import Door
     from hermes_tools.serve.response_store import RedisStore, ResponseStore
 
 DEFAULT_PORT = 8800
@@ -408,6 +410,9 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
         args.port,
         args.workers,
     )
+    from hermes_tools.serve.door import DoorProtocol
+
+    door = _door(settings, logging.getLogger("hermes_tools.serve"))
     options: dict[str, Any] = {}
     if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
         # A worker answers health checks only once it has imported the app, which can take
@@ -422,9 +427,27 @@ def _serve(args: argparse.Namespace, stdin: Any, stdout: Any) -> int:
         log_config=log_config(args.log_level),
         access_log=False,
         timeout_graceful_shutdown=10,
+        http=functools.partial(DoorProtocol, door=door),  # type: ignore[arg-type]  # called as a class
         **options,
     )
     return 0
+
+
+def _door(settings: ServeSettings, log: logging.Logger) -> Door:
+    """Raise the descriptor limit as far as it goes, and cap each worker's connections below
+    it; say both."""
+    from hermes_tools.serve.door import Door, descriptor_limit
+
+    before, now = descriptor_limit()
+    door = Door.of(settings.limits, now) if now else Door.of(settings.limits, 1 << 30)
+    raised = f" (raised from {before:,})" if now > before else ""
+    log.info(
+        "open files: %s%s; each worker holds at most %s client connections",
+        f"{now:,}" if now else "no limit",
+        raised,
+        f"{door.connections:,}",
+    )
+    return door
 
 
 def check_response_store(store: ResponseStore, workers: int, log: logging.Logger) -> bool:

@@ -6,7 +6,9 @@ its body through `read_body` (at most `body_bytes`, refused with 413 as soon as 
 larger) and checks it with `check_body` before anything else looks at it: how deep it nests, how
 many tools it brings, how large and deep each is, and text that cannot be sent on (a lone UTF-16
 surrogate, which JSON's `\\ud800` escapes can spell but UTF-8 cannot carry). Each limit is a
-setting (`[limits]` in the config file, `--limit NAME=VALUE` on the command line).
+setting (`[limits]` in the config file, `--limit NAME=VALUE` on the command line); so are the
+bounds on the connections themselves (`header_bytes`, `header_seconds`, `body_seconds`,
+`connections`), which `serve.door` keeps before a request is read.
 """
 
 from __future__ import annotations
@@ -26,13 +28,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Limits:
-    """The limits of one request. Each field's metadata is its help text."""
+    """The limits of one request, and of the connections a worker holds (`serve.door`);
+    LIMIT_HELP says what each bounds."""
 
     body_bytes: int = 32 * 1024 * 1024
     tools: int = 512
     tool_bytes: int = 128 * 1024
     schema_depth: int = 40
     nesting_depth: int = 100
+    header_bytes: int = 64 * 1024
+    header_seconds: int = 10
+    body_seconds: int = 60
+    connections: int = 4096
 
     def __post_init__(self) -> None:
         for name, value in self.as_dict().items():
@@ -71,6 +78,14 @@ LIMIT_HELP: dict[str, str] = {
     "tool_bytes": "bytes of one tool's definition, written as JSON",
     "schema_depth": f"levels one tool's definition may nest (at most {MAX_SCHEMA_DEPTH})",
     "nesting_depth": "levels any part of a request body may nest",
+    "header_bytes": "bytes of a request's head (its line and headers); a larger one is "
+    "answered 431",
+    "header_seconds": "seconds a client has to send a request's head, from its connection or "
+    "its next request's first byte; a slower one is answered 408 and dropped",
+    "body_seconds": "seconds a client has to send a request's body once its head is in; a "
+    "slower one is answered 408 and dropped",
+    "connections": "client connections one worker holds (fewer if the descriptor limit is "
+    "lower); at the cap the longest-waiting idle or slow one is dropped for a new one",
 }
 
 
