@@ -33,6 +33,7 @@ from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat
 from hermes_tools.serve.validation import parse_body
+from hermes_tools.serve.wire import as_every_python_says
 
 log = logging.getLogger("hermes_tools.serve")
 T = TypeVar("T")
@@ -381,7 +382,7 @@ def stream_failure(exc: Exception, settings: ServeSettings) -> tuple[bytes, str]
         message = "The upstream closed the connection before the reply was finished."
     elif isinstance(exc, json.JSONDecodeError):
         code = "upstream_bad_answer"
-        message = f"The upstream sent an event that is not JSON: {exc}"
+        message = f"The upstream sent an event that is not JSON: {as_every_python_says(exc)}"
     else:
         log.error("stream failed: %s", type(exc).__name__, exc_info=exc)
         code, message = "internal", "The proxy failed while streaming the reply."
