@@ -113,3 +113,18 @@ def each_side(
             [r.port for r in server.requests],
         )
     return runs
+
+
+def alike(
+    server: ScriptedServer,
+    turns: list[Turn],
+    sides: dict[str, Callable[[], T]],
+    scenario: Callable[[T], Any],
+    *,
+    hermes_turns: list[Reply | str] | None = None,
+) -> dict[str, Run]:
+    """`each_side`, with every side's result asserted to be the native side's."""
+    runs = each_side(server, turns, sides, scenario, hermes_turns=hermes_turns)
+    for side, run in runs.items():
+        assert run.result == runs["native"].result, (side, run.result, runs["native"].result)
+    return runs
