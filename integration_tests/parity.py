@@ -115,16 +115,10 @@ def each_side(
     return runs
 
 
-def alike(
-    server: ScriptedServer,
-    turns: list[Turn],
-    sides: dict[str, Callable[[], T]],
-    scenario: Callable[[T], Any],
-    *,
-    hermes_turns: list[Reply | str] | None = None,
-) -> dict[str, Run]:
-    """`each_side`, with every side's result asserted to be the native side's."""
-    runs = each_side(server, turns, sides, scenario, hermes_turns=hermes_turns)
+def alike(*scenario: Any, **options: Any) -> dict[str, Run]:
+    """`each_side(*scenario, **options)`, every side's result asserted to be the native
+    side's."""
+    runs = each_side(*scenario, **options)
     for side, run in runs.items():
         assert run.result == runs["native"].result, (side, run.result, runs["native"].result)
     return runs

@@ -26,35 +26,16 @@ from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
-from pydantic import BaseModel
 
 from hermes_tools.langchain import ChatHermes, with_tool_calling
 from parity import alike, call, each_side, say
 from scripted_server import ScriptedServer
+from test_parity_langchain import ANA, RAN, Person, get_weather
 
 pytestmark = [
     pytest.mark.usefixtures("collect_closed_loops"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
-
-RAN: list[tuple[str, dict[str, Any]]] = []
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current temperature in a city, in degrees Celsius."""
-    RAN.append(("get_weather", {"city": city}))
-    return {"Paris": "21 C", "Rome": "18 C"}.get(city, "unknown")
-
-
-class Person(BaseModel):
-    """A person."""
-
-    name: str
-    age: int
-
-
-ANA = {"name": "Ana", "age": 31}
 
 
 def sides(server: ScriptedServer, model: str = "qwen-test", **options: Any) -> dict[str, Any]:

@@ -33,36 +33,18 @@ from llama_index.core.selectors import (
     PydanticMultiSelector,
     PydanticSingleSelector,
 )
-from llama_index.core.tools import FunctionTool, QueryEngineTool
+from llama_index.core.tools import QueryEngineTool
 from llama_index.llms.openai_like import OpenAILike
-from pydantic import BaseModel
 
 from hermes_tools.llama_index import HermesLLM, with_tool_calling
 from parity import Turn, alike, call, say
 from scripted_server import ScriptedServer
+from test_parity_llama_index import RAN, WEATHER, Forecast
 
 pytestmark = [
     pytest.mark.usefixtures("collect_closed_loops"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]
-
-RAN: list[tuple[str, dict[str, Any]]] = []
-
-
-def get_weather(city: str) -> str:
-    """Current temperature in a city, in degrees Celsius."""
-    RAN.append(("get_weather", {"city": city}))
-    return {"Paris": "21 C", "Rome": "18 C"}.get(city, "unknown")
-
-
-WEATHER = FunctionTool.from_defaults(get_weather)
-
-
-class Forecast(BaseModel):
-    """A weather forecast."""
-
-    city: str
-    celsius: int
 
 
 def sides(server: ScriptedServer) -> dict[str, Any]:
