@@ -20,7 +20,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
@@ -215,6 +215,42 @@ def test_a_call_that_does_not_fit_the_tool_reaches_the_tool_node_only_natively(
         assert ran == native_ran, side
         assert seen == [native_seen[0], *native_seen[3:]], side
         assert len(runs[side].bodies) == 3, side  # the bad call, asked again, the answer
+
+
+def test_the_tool_loop_written_by_hand(server: ScriptedServer) -> None:
+    """LangChain's tool calling how-to: bind, invoke, run each call with `tool.invoke(call)`
+    (which gives the ToolMessage), send the results back."""
+
+    def scenario(chat: BaseChatModel) -> Any:
+        RAN.clear()
+        bound = chat.bind_tools([get_weather])
+        history: list[BaseMessage] = [HumanMessage("Weather in Paris?")]
+        reply = bound.invoke(history)
+        history.append(reply)
+        for tool_call in reply.tool_calls:
+            history.append(get_weather.invoke(tool_call))
+        history.append(bound.invoke(history))
+        return list(RAN), messages({"messages": history})
+
+    runs = alike(server, WEATHER_TURNS, sides(server), scenario)
+    assert runs["native"].result[1][-1][1] == "It is 21 C in Paris."
+
+
+def test_a_chain_with_a_prompt_and_a_tools_parser(server: ScriptedServer) -> None:
+    """An LCEL chain: a prompt, the model with a schema bound as a tool, a tools parser."""
+    from langchain_core.output_parsers.openai_tools import PydanticToolsParser
+    from langchain_core.prompts import ChatPromptTemplate
+
+    def scenario(chat: BaseChatModel) -> Any:
+        prompt = ChatPromptTemplate.from_messages(
+            [("system", "Extract the people."), ("human", "{text}")]
+        )
+        chain = prompt | chat.bind_tools([Person]) | PydanticToolsParser(tools=[Person])
+        return chain.invoke({"text": "Ana is 31."}), chain.batch([{"text": "Ana is 31."}])
+
+    turn = call("Person", ANA)
+    runs = alike(server, [turn, turn], sides(server), scenario)
+    assert runs["native"].result == ([Person(**ANA)], [[Person(**ANA)]])
 
 
 # -- supervisor: sub-agents as tools, and handoffs --------------------------------------------------

@@ -238,6 +238,29 @@ async def _events(workflow: Any, question: str) -> list[Any]:
     return seen
 
 
+# LlamaIndex's ReActAgent asks its workflow `is_running` from within a step, which it deprecates.
+@pytest.mark.filterwarnings("ignore:is_running called from within a step")
+def test_a_react_agent_runs_the_tool_from_its_text_alike(server: ScriptedServer) -> None:
+    """The ReAct agent reads its calls from the text (Thought / Action / Action Input): on
+    any LLM, the same steps."""
+    from llama_index.core.agent.workflow import ReActAgent
+
+    turns = [
+        say('Thought: I need the weather.\nAction: get_weather\nAction Input: {"city": "Paris"}'),
+        say("Thought: I can answer.\nAnswer: It is 21 C in Paris."),
+    ]
+
+    def scenario(llm: Any) -> Any:
+        RAN.clear()
+        agent = ReActAgent(tools=[WEATHER], llm=llm)
+        return asyncio.run(_events(agent, "Weather in Paris?")), list(RAN)
+
+    runs = alike(server, turns, sides(server), scenario)
+    events, ran = runs["native"].result
+    assert ran == [("get_weather", {"city": "Paris"})]
+    assert events[-1] == ("Agent", "It is 21 C in Paris.")
+
+
 # -- chat engines ---------------------------------------------------------------------------------
 
 
