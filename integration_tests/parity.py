@@ -79,8 +79,24 @@ def differential(
     """The scenario through the native class, then through ours; `hermes_turns` replaces
     the Hermes side's replies when the model writes something the native server never sends
     (a botched call that is repaired, for instance)."""
-    runs = []
-    for side, make in (("native", native), ("ours", ours)):
+    runs = each_side(
+        server, turns, {"native": native, "ours": ours}, scenario, hermes_turns=hermes_turns
+    )
+    return runs["native"], runs["ours"]
+
+
+def each_side(
+    server: ScriptedServer,
+    turns: list[Turn],
+    sides: dict[str, Callable[[], T]],
+    scenario: Callable[[T], Any],
+    *,
+    hermes_turns: list[Reply | str] | None = None,
+) -> dict[str, Run]:
+    """The scenario through each side in turn: the side named "native" is sent the calls
+    natively, every other side as Hermes text (or `hermes_turns`)."""
+    runs = {}
+    for side, make in sides.items():
         server.reset()
         if side == "native":
             server.script(*[turn.native() for turn in turns])
@@ -89,13 +105,20 @@ def differential(
         result = scenario(make())
         unused = server.unused
         assert not unused, f"{side}: scripted replies were never requested: {unused}"
-        runs.append(
-            Run(
-                result,
-                server.bodies(),
-                [r.headers for r in server.requests],
-                [r.path for r in server.requests],
-                [r.port for r in server.requests],
-            )
+        runs[side] = Run(
+            result,
+            server.bodies(),
+            [r.headers for r in server.requests],
+            [r.path for r in server.requests],
+            [r.port for r in server.requests],
         )
-    return runs[0], runs[1]
+    return runs
+
+
+def alike(*scenario: Any, **options: Any) -> dict[str, Run]:
+    """`each_side(*scenario, **options)`, every side's result asserted to be the native
+    side's."""
+    runs = each_side(*scenario, **options)
+    for side, run in runs.items():
+        assert run.result == runs["native"].result, (side, run.result, runs["native"].result)
+    return runs

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from live import real_model_only
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
@@ -223,9 +224,10 @@ def test_script_explains_what_to_run_when_nothing_answers(script: str) -> None:
 def run_locally(
     tmp_path: Path, *args: str, llama_cpp: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """The README's main job as `uv run` starts it with no endpoint configured, on a clone
-    without llama.cpp's server (unless `llama_cpp`) and without the model fetched; `uv` here
-    only notes what it was asked to do."""
+    """The README's main job as `uv run` starts it with no endpoint configured and no terminal,
+    on a clone without llama.cpp's server (unless `llama_cpp`) and without the model fetched;
+    `uv` here only notes what it was asked to do (and fails), and the package index answers
+    nothing, so nothing is built or downloaded."""
     asked = tmp_path / "asked"
     uv = tmp_path / "uv"
     uv.write_text(f'#!/bin/sh\necho "$@" > {asked}\nexit 1\n')
@@ -243,7 +245,12 @@ def run_locally(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**env, "UV": str(uv), "HERMES_TOOLS_CACHE": str(cache)},
+        env={
+            **env,
+            "UV": str(uv),
+            "HERMES_TOOLS_CACHE": str(cache),
+            "HERMES_TOOLS_INDEX_URL": "http://127.0.0.1:9/simple",
+        },
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
@@ -251,28 +258,86 @@ def run_locally(
     return done, asked.read_text() if asked.exists() else ""
 
 
-def test_with_no_endpoint_the_build_waits_for_the_user_to_choose_it(tmp_path: Path) -> None:
+def test_with_no_endpoint_it_says_it_builds_llama_cpp_and_does(tmp_path: Path) -> None:
+    """No terminal: nobody is asked, the build starts (here `uv` fails, and that is said)."""
     done, asked = run_locally(tmp_path)
+    assert "so this runs on a small local model" in done.stdout
+    assert "First, once: build llama.cpp's server from source" in done.stdout
+    assert "then download the model (1,117 MB) into" in done.stdout
+    assert "--no-local" in done.stdout
+    assert asked.split() == ["sync", "--inexact", "--group", "local"]
+    assert done.returncode == 2
+    assert "Installing llama.cpp's server failed" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_with_no_endpoint_it_says_it_fetches_the_model_and_does(tmp_path: Path) -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama.cpp's server is not installed here (uv sync --group local)")
+    done, asked = run_locally(tmp_path, llama_cpp=True)
+    assert "First, once: download the model (1,117 MB) into" in done.stdout
+    assert "build" not in done.stdout
+    assert asked == ""
+    assert done.returncode == 2  # the index answers nothing here
+    assert "Could not download the model's wheels from http://127.0.0.1:9/simple" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_no_local_keeps_it_off_the_machine(tmp_path: Path) -> None:
+    done, asked = run_locally(tmp_path, "--no-local")
     assert done.returncode == 2
     assert asked == ""  # nothing was built
-    assert "builds llama-cpp-python from source (about 10 minutes on 2 cores, once)" in done.stderr
-    assert "then downloads the model (1,117 MB)" in done.stderr
-    assert "uv run cookbook/langgraph_agent.py --local" in done.stderr
+    assert "local model" not in done.stdout
+    assert "--no-local keeps this off the\nlocal model" in done.stderr
     assert "OPENAI_BASE_URL=http://localhost:11434/v1" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_with_no_endpoint_the_download_waits_for_the_user_to_choose_it(tmp_path: Path) -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama.cpp's server is not installed here (uv sync --group local)")
-    done, _ = run_locally(tmp_path, llama_cpp=True)
-    assert done.returncode == 2
-    assert "the first time, that downloads the model (1,117 MB)" in done.stderr
-    assert "builds" not in done.stderr
-    assert "uv run cookbook/langgraph_agent.py --local" in done.stderr
-
-
-def test_local_chooses_the_build(tmp_path: Path) -> None:
-    done, asked = run_locally(tmp_path, "--local")
+def test_local_takes_the_local_model_over_an_endpoint(tmp_path: Path) -> None:
+    done, asked = run_locally(tmp_path, "--local", "--base-url", "http://127.0.0.1:9/v1")
     assert asked.split() == ["sync", "--inexact", "--group", "local"]
-    assert "Installing llama.cpp's server now" in done.stdout
+    assert "so this runs on a small local model" in done.stdout
+
+
+@real_model_only
+def test_the_main_job_runs_on_the_local_model_with_no_endpoint_and_no_terminal() -> None:
+    """`uv run cookbook/langgraph_agent.py` on a machine with no endpoint, run by no person (CI):
+    it runs the agent on the local model, whose real tool calls give the right answer. The
+    model and llama.cpp's server are CI's (fetched and built before the tests): nothing is
+    built or downloaded here."""
+    local = pytest.importorskip("hermes_tools.local")
+    if not local.server_installed():
+        pytest.skip("llama.cpp's server is not installed: uv sync --group local")
+    if not local.is_ready(local.find_model(local.DEFAULT_MODEL)):
+        pytest.skip(
+            f"the local model is not fetched: hermes-tools local fetch {local.DEFAULT_MODEL}"
+        )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "HERMES_MODEL", "UV")
+    }
+    done = subprocess.run(
+        [sys.executable, str(COOKBOOK / "langgraph_agent.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "No endpoint is configured" in out
+    assert "First, once" not in out  # built and fetched already
+    sys.path.insert(0, str(COOKBOOK))
+    try:
+        import common
+    finally:
+        sys.path.remove(str(COOKBOOK))
+    lines = int(common.search_code("class Hermes").split()[0])
+    assert 'call search_code({"text": "class Hermes"})' in out
+    assert f"-> search_code: {lines} matching lines" in out
+    assert "call calculator(" in out
+    assert f"-> calculator: {lines * 7}" in out
+    answer = out.rsplit("-> calculator:", 1)[1].split("\n", 1)[1]
+    assert str(lines * 7) in answer, out

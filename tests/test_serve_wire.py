@@ -1,10 +1,14 @@
 """The proxy reads and writes large bodies in pieces: the pieces must give exactly what one call
-of the `json` module gives, for every value and every malformed text."""
+of the `json` module gives, for every value and every malformed text. What it says of a
+malformed text is what `json` says on Python 3.13, on every Python: before 3.13, `json` named
+no trailing comma (it said what it expected at the bracket after it)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from typing import Any
 
 import pytest
@@ -43,7 +47,29 @@ def strict_loads(raw: bytes) -> Any:
             raise ValueError(f"{text} is too large for a JSON number")
         return float(text)
 
-    return json.loads(raw, parse_constant=no_constant, parse_float=finite)
+    try:
+        return json.loads(raw, parse_constant=no_constant, parse_float=finite)
+    except json.JSONDecodeError as error:
+        raise as_python_3_13_says(error) from None
+
+
+# Before 3.13, a trailing comma in an object or an array was reported at the bracket after it.
+_SAID_BEFORE_3_13 = {
+    "Expecting property name enclosed in double quotes": ("}", "object"),
+    "Expecting value": ("]", "array"),
+}
+
+
+def as_python_3_13_says(error: json.JSONDecodeError) -> json.JSONDecodeError:
+    if sys.version_info >= (3, 13) or error.msg not in _SAID_BEFORE_3_13:
+        return error
+    bracket, kind = _SAID_BEFORE_3_13[error.msg]
+    after_a_value = re.search(r"[^\s{\[,:]\s*(,)\s*$", error.doc[: error.pos])
+    if after_a_value is None or not error.doc.startswith(bracket, error.pos):
+        return error
+    return json.JSONDecodeError(
+        f"Illegal trailing comma before end of {kind}", error.doc, after_a_value.start(1)
+    )
 
 
 def outcome(read: Any, raw: bytes) -> tuple[str, Any]:
@@ -91,6 +117,37 @@ def test_a_broken_body_fails_as_json_fails(body: dict[str, Any], cut: int, junk:
 )
 def test_odd_bodies_read_as_json_reads_them(text: str) -> None:
     assert outcome(wire.decode, text.encode()) == outcome(strict_loads, text.encode())
+
+
+@pytest.mark.parametrize("whole", [True, False])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"a": 1,}', "Illegal trailing comma before end of object: line 1 column 8 (char 7)"),
+        ('{"a": 1 ,\n }', "Illegal trailing comma before end of object: line 1 column 9 (char 8)"),
+        (
+            '{"a": [1, 2,]}',
+            "Illegal trailing comma before end of array: line 1 column 12 (char 11)",
+        ),
+        ("[1,]", "Illegal trailing comma before end of array: line 1 column 3 (char 2)"),
+        # no value before the comma, or the other bracket: not a trailing comma
+        ('{"a": ,}', "Expecting value: line 1 column 7 (char 6)"),
+        (
+            '{"a": 1,,}',
+            "Expecting property name enclosed in double quotes: line 1 column 9 (char 8)",
+        ),
+        (
+            '{"a": 1,]',
+            "Expecting property name enclosed in double quotes: line 1 column 9 (char 8)",
+        ),
+    ],
+)
+def test_a_trailing_comma_is_named_alike_on_every_python(
+    monkeypatch: pytest.MonkeyPatch, text: str, said: str, whole: bool
+) -> None:
+    if whole:
+        monkeypatch.setattr(wire, "WHOLE_BELOW", 1024)
+    assert outcome(wire.decode, text.encode()) == ("error", said)
 
 
 @settings(max_examples=150, deadline=None)

@@ -172,10 +172,10 @@ class HermesSettings(ToolCallingSettings):
 
 def _model_name(values: dict[str, Any]) -> str | None:
     """The name of the model being configured, which a profile's rules are matched against: a
-    name given (`model`, `model_name`), or the name of the model object wrapped (`model` or
-    `llm`): its `model_name` or `model`, or its GGUF file's name from `model_path`, as
+    name given (`model`, `model_name`), or the name of the model object wrapped (`wrapped`,
+    `model` or `llm`): its `model_name` or `model`, or its GGUF file's name from `model_path`, as
     llama.cpp's classes have."""
-    for key in ("model_name", "model", "llm"):
+    for key in ("model_name", "model", "wrapped", "llm"):
         value = values.get(key)
         if isinstance(value, str):
             return value

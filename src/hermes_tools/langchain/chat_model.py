@@ -198,6 +198,11 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
     # -- LangChain identity -------------------------------------------------------------------
 
     @property
+    def model(self) -> str:
+        """The same as `model_name`, as ChatOpenAI's."""
+        return self.model_name
+
+    @property
     def _llm_type(self) -> str:
         return "hermes-chat"
 

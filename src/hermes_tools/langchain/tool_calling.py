@@ -4,7 +4,9 @@
 provider class whose model has none: the wrapper writes the tools into the conversation as
 `ChatHermes` does, calls the model with plain messages through its own `invoke` / `stream`,
 and reads the calls out of its text, with the same reply policy (see `base`). The model's
-usage and `response_metadata` are kept.
+usage and `response_metadata` are kept, and what LangChain and the tracers read of a model
+(its name, identifying and LangSmith parameters, profile) is the wrapped model's: an agent
+chooses its structured output strategy as it would for the model itself.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForLLMRun,
 )
-from langchain_core.language_models import LangSmithParams
+from langchain_core.language_models import LangSmithParams, ModelProfile
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.base import BaseTracer
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr
 
 from hermes_tools._policy.drive import AsyncTransport, Transport
 from hermes_tools.errors import WrongTypeError
@@ -33,44 +35,70 @@ from hermes_tools.langchain.transport import AsyncChatModelTransport, ChatModelT
 class ChatModelWithToolCalling(ToolCallingChatModel):
     """A chat model given tool calling by hermes-tools (make one with `with_tool_calling`)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, populate_by_name=True)
 
-    model: BaseChatModel
+    wrapped: BaseChatModel = Field(validation_alias=AliasChoices("wrapped", "model"))
     """The model that writes the text (called with plain messages, no tools)."""
 
     _stop_taken: list[bool] = PrivateAttr(default_factory=lambda: [True])
 
+    # -- what is read of a model: the wrapped model's -------------------------------------------
+
+    @property
+    def model_name(self) -> Any:
+        """The wrapped model's `model_name` (an AttributeError if it has none)."""
+        return getattr(self.wrapped, "model_name")  # noqa: B009 - the wrapped model's error
+
+    @property
+    def model(self) -> Any:
+        """The wrapped model's `model` (its name, for most classes); the wrapped model itself
+        is `wrapped`."""
+        return getattr(self.wrapped, "model")  # noqa: B009
+
+    @property
+    def model_id(self) -> Any:
+        return getattr(self.wrapped, "model_id")  # noqa: B009
+
+    def _resolve_model_profile(self) -> ModelProfile | None:
+        """The wrapped model's profile, which now calls tools with any `tool_choice`."""
+        profile = self.wrapped.profile
+        if profile is None:
+            return None
+        return ModelProfile(**{**profile, "tool_calling": True, "tool_choice": True})
+
     @property
     def _llm_type(self) -> str:
-        return f"hermes-tools({self.model._llm_type})"
+        return f"hermes-tools({self.wrapped._llm_type})"
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model": self.model._identifying_params, **self._format_options()}
-
-    def _transport(self, run_manager: CallbackManagerForLLMRun | None) -> Transport:
-        return ChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
-
-    def _async_transport(self, run_manager: AsyncCallbackManagerForLLMRun | None) -> AsyncTransport:
-        return AsyncChatModelTransport(self.model, inner_callbacks(run_manager), self._stop_taken)
+        return {**self.wrapped._identifying_params, **self._format_options()}
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         """The wrapped model's (its provider, model name and settings)."""
-        params = self.model._get_ls_params(stop=stop, **kwargs)
+        params = self.wrapped._get_ls_params(stop=stop, **kwargs)
         if not params.get("ls_model_name"):
             name = next(
                 (
                     value
                     for key in ("model_name", "model", "model_id", "model_path")
-                    if isinstance(value := getattr(self.model, key, None), str) and value
+                    if isinstance(value := getattr(self.wrapped, key, None), str) and value
                 ),
-                self.model._llm_type,
+                self.wrapped._llm_type,
             )
             params["ls_model_name"] = Path(name).name if "/" in name else name
         return params
 
+    # -- the transport ----------------------------------------------------------------------------
+
+    def _transport(self, run_manager: CallbackManagerForLLMRun | None) -> Transport:
+        return ChatModelTransport(self.wrapped, inner_callbacks(run_manager), self._stop_taken)
+
+    def _async_transport(self, run_manager: AsyncCallbackManagerForLLMRun | None) -> AsyncTransport:
+        return AsyncChatModelTransport(self.wrapped, inner_callbacks(run_manager), self._stop_taken)
+
     def _endpoint(self) -> str:
-        return f"{type(self.model).__name__}:{sorted(self.model._identifying_params.items())}"
+        return f"{type(self.wrapped).__name__}:{sorted(self.wrapped._identifying_params.items())}"
 
     def _response_metadata(self, transport: Transport | AsyncTransport) -> dict[str, Any]:
         """The wrapped model's own `response_metadata` (its transport keeps it)."""
@@ -139,4 +167,4 @@ def with_tool_calling(model: BaseChatModel, **options: Any) -> ChatModelWithTool
             f"with_tool_calling takes a LangChain chat model (a BaseChatModel), not "
             f"{type(model).__name__}. For an OpenAI-compatible endpoint use ChatHermes."
         )
-    return ChatModelWithToolCalling(model=model, **options)
+    return ChatModelWithToolCalling(wrapped=model, **options)

@@ -5,7 +5,9 @@ completion-only LLM: the wrapper writes the tools into the conversation as `Herm
 calls the LLM with plain messages through its own `chat` / `stream_chat`, and reads the calls
 out of its text, with the same reply policy (see `base`). It is a `FunctionCallingLLM`:
 `FunctionAgent`, `AgentWorkflow`, `predict_and_call`, `structured_predict` and query engines
-work with it.
+work with it. What LlamaIndex and the tracers read of an LLM (its metadata, so its model name
+and context window, in every event's payload; its `model`) is the wrapped LLM's, but that it
+is a function calling chat model.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ class LLMWithToolCalling(ToolCallingLLM):
     @classmethod
     def class_name(cls) -> str:
         return "LLMWithToolCalling"
+
+    @property
+    def model(self) -> Any:
+        """The wrapped LLM's `model` (its name, for most classes; an AttributeError if it has
+        none); the wrapped LLM itself is `llm`."""
+        return getattr(self.llm, "model")  # noqa: B009 - the wrapped LLM's error
 
     @property
     def metadata(self) -> LLMMetadata:

@@ -72,10 +72,43 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 
 def decode(raw: bytes) -> Any:
     """`json.loads(raw)`, strictly (see `_DECODER`); a large object body read a member, and an
-    array member's item, at a time. Raises what `json.loads` raises."""
+    array member's item, at a time. Raises what `json.loads` raises, but that a trailing comma
+    is named as such on every Python (see `as_every_python_says`)."""
     text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+    try:
+        return _decode(text, whole=len(raw) < WHOLE_BELOW)
+    except json.JSONDecodeError as error:
+        raise as_every_python_says(error) from None
+
+
+def as_every_python_says(error: json.JSONDecodeError) -> json.JSONDecodeError:
+    """A trailing comma (`{"a": 1,}`, `[1, 2,]`), said in the same words on every Python:
+    `json` names it, at the comma, since Python 3.13; before, it says what it expected at the
+    bracket after it. The proxy says what 3.13 says, so a client reads one message."""
+    text, position = error.doc, error.pos
+    closing = _CLOSED_AFTER_A_COMMA.get(error.msg)
+    if closing is None or position >= len(text) or text[position] != closing:
+        return error
+    comma = _skip_back(text, position) - 1
+    if comma < 0 or text[comma] != ",":
+        return error
+    before = _skip_back(text, comma) - 1
+    if before < 0 or text[before] in "{[,:":  # no value before the comma: not a trailing one
+        return error
+    kind = "object" if closing == "}" else "array"
+    return json.JSONDecodeError(f"Illegal trailing comma before end of {kind}", text, comma)
+
+
+# What `json` said of a trailing comma before 3.13, and the bracket it then stood at.
+_CLOSED_AFTER_A_COMMA = {
+    "Expecting property name enclosed in double quotes": "}",
+    "Expecting value": "]",
+}
+
+
+def _decode(text: str, *, whole: bool) -> Any:
     start = _skip(text, 0)
-    if len(raw) < WHOLE_BELOW or not text.startswith("{", start):
+    if whole or not text.startswith("{", start):
         return _DECODER.decode(text)  # small, or not an object: nothing to read in pieces
     body: dict[str, Any] = {}
     position = _skip(text, start + 1)
@@ -130,3 +163,10 @@ def _end(text: str, position: int, body: dict[str, Any]) -> dict[str, Any]:
 def _skip(text: str, position: int) -> int:
     match = _SPACE.match(text, position)
     return match.end() if match else position
+
+
+def _skip_back(text: str, position: int) -> int:
+    """The start of the whitespace that ends at `position`."""
+    while position > 0 and text[position - 1] in " \t\n\r":
+        position -= 1
+    return position
