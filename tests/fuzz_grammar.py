@@ -370,6 +370,13 @@ _VALUE_AFTER_KEY = re.compile(
 )
 
 
+def _bare_word(b: _Builder, before: str) -> str:
+    """A bare word to write before a value that starts with `before`: apart from it when the
+    value is a word too (`m5x7` would be one word, read as written)."""
+    glued = not (before.isalnum() or before in "-+._$")
+    return b.marker() + pick(b.c, ["", " "] if glued else [" "])
+
+
 def _wrong_type(b: _Builder, style: str) -> str:
     """A `type` value other than "function": of every kind, some with the model's words."""
     kind = b.c.integer(0, 9)
@@ -515,7 +522,7 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
     elif hazard == 11 and _VALUE_AFTER_KEY.search(body):
         # A bare word before a value: where it ends and what it joins would be a guess.
         at = pick(b.c, list(_VALUE_AFTER_KEY.finditer(body))).end()
-        body = body[:at] + b.marker() + pick(b.c, ["", " "]) + body[at:]
+        body = body[:at] + _bare_word(b, body[at]) + body[at:]
         arguments = None
         clean = False
     elif hazard == 7 and style == "strict" and not string_args and "path" in args:
@@ -686,7 +693,7 @@ def _pythonic_call(b: _Builder) -> tuple[str, ExpectedCall, bool]:
     elif hazard == 4 and parts:  # a bare word before a value
         at = b.c.integer(0, len(parts) - 1)
         key, value = parts[at].split("=", 1)
-        parts[at] = f"{key}={b.marker()}{pick(b.c, ['', ' '])}{value}"
+        parts[at] = f"{key}={_bare_word(b, value[0])}{value}"
         arguments = None
     separator = pick(b.c, [", ", ",", ",\n    "])
     b.end_call()
