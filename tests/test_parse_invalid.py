@@ -400,3 +400,26 @@ def test_a_repair_of_quotes_and_commas_still_gives_the_call(body: str) -> None:
     assert calls_as_dicts(result) == [
         {"name": "write_file", "arguments": {"path": "a", "content": "b"}}
     ]
+
+
+def test_a_call_without_tags_with_a_wrong_type_is_an_invalid_call() -> None:
+    text = '{"type": "tool", "name": "get_weather", "arguments": {"city": "Oslo"}}'
+    assert only_invalid(text).arguments == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The other syntaxes are never repaired: a bare word is no Python literal...
+        "<tool_call>[write_file(path=m5x 'a')]</tool_call>",
+        "<tool_call>\nwrite_file(path=m5x, content='b')\n</tool_call>",
+        # ...and text between Qwen3-Coder XML tags belongs to no parameter.
+        "<tool_call>\n<function=write_file>\n<parameter=path>\na\n</parameter>\nm5x\n"
+        "<parameter=content>\nb\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=write_file>m5x\n<parameter=path>\na\n</parameter>\n</function>\n"
+        "</tool_call>",
+    ],
+)
+def test_a_bare_word_in_a_pythonic_or_xml_call_is_an_invalid_call(text: str) -> None:
+    invalid = only_invalid(text)
+    assert "m5x" in invalid.arguments
