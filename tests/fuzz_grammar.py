@@ -377,7 +377,7 @@ def _bare_word(b: _Builder, before: str) -> str:
     return b.marker() + pick(b.c, ["", " "] if glued else [" "])
 
 
-def _wrong_type(b: _Builder, style: str) -> str:
+def _wrong_type(b: _Builder, style: str, *, allow_think: bool) -> str:
     """A `type` value other than "function": of every kind, some with the model's words."""
     kind = b.c.integer(0, 9)
     if kind == 0:
@@ -385,7 +385,9 @@ def _wrong_type(b: _Builder, style: str) -> str:
     if kind == 1:
         return _write(b.string_value(), style)
     if kind == 2:  # "function" with words inside it
-        inside = pick(b.c, [b.marker(), f"<think>{b.words(_STRING_CHARS)}</think>"])
+        # (`</think>` would close the reasoning a call written inside it is part of.)
+        think = allow_think and chance(b.c, 50)
+        inside = f"<think>{b.words(_STRING_CHARS)}</think>" if think else b.marker()
         cut = b.c.integer(1, len("function") - 1)
         return _write("function"[:cut] + inside + "function"[cut:], style)
     if kind == 3:
@@ -516,7 +518,8 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
         clean = False
     elif hazard == 10:
         # Whatever a `type` other than "function" holds would be dropped unread.
-        body = body.replace(_write(_TYPE_HAZARD, style), _wrong_type(b, style), 1)
+        wrong = _wrong_type(b, style, allow_think=allow_think)
+        body = body.replace(_write(_TYPE_HAZARD, style), wrong, 1)
         arguments = None
         clean = False
     elif hazard == 11 and _VALUE_AFTER_KEY.search(body):

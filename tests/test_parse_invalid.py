@@ -423,3 +423,26 @@ def test_a_call_without_tags_with_a_wrong_type_is_an_invalid_call() -> None:
 def test_a_bare_word_in_a_pythonic_or_xml_call_is_an_invalid_call(text: str) -> None:
     invalid = only_invalid(text)
     assert "m5x" in invalid.arguments
+
+
+@pytest.mark.parametrize(
+    ("body", "content"),
+    [
+        # Found by the long fuzz run: a single-quoted string with escapes, in a block that
+        # json-repair reads, was taken for a string the model did not quote.
+        (
+            '{"name": "get_weather", "arguments": {}, , "m9x": 1}\n'
+            "{'name': 'write_file', 'parameters': {'path': 'a', 'content': 'm11:x\\n\\nm12&x\\tm13x'}}",
+            "m11:x\n\nm12&x\tm13x",
+        ),
+        (
+            '{"name": "write_file", "arguments": {"path": "a",, "content": "\\u00e9\\n\\ud83d\\ude00"}}',
+            "é\n😀",
+        ),
+    ],
+)
+def test_a_repaired_string_with_escapes_is_one_the_model_quoted(body: str, content: str) -> None:
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert {"name": "write_file", "arguments": {"path": "a", "content": content}} in (
+        calls_as_dicts(result)
+    )

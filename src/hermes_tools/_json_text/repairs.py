@@ -34,6 +34,7 @@ _NEEDLESS_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\(?:u([0-9a-fA-F]{4})|/)")
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 _ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "", "f": ""}
+_STRING_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 # Text as written, cut into strings (from a quote to the next one of its kind that no backslash
 # escapes, or to the end) and what lies between them: one pass, each character read once.
 _STRINGS = re.compile(r""""[^"\\]*(?:\\.[^"\\]*)*"?|'[^'\\]*(?:\\.[^'\\]*)*'?|[^"']+""", re.S)
@@ -134,6 +135,33 @@ def _quoted_as_written(written: str, string: str) -> bool:
     return any(end.endswith(form[:-1]) for form in forms)
 
 
+def _string_unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if len(code) == 5:
+        return chr(int(code[1:], 16))
+    return _STRING_ESCAPED.get(code, code)
+
+
+def _written_strings(written: str) -> set[str]:
+    """The strings `written` holds in quotes, decoded: each from its quote to the next one of
+    its kind that no backslash escapes; one left open at the end also without the brackets
+    after it (closed by the repair)."""
+    text = decode_surrogate_escapes(written) if "\\" in written else written
+    out: set[str] = set()
+    for match in _STRINGS.finditer(text):
+        piece = match.group()
+        if piece[0] not in "\"'":
+            continue
+        inner = piece[1:-1]
+        escapes = len(inner) - len(inner.rstrip("\\"))
+        if len(piece) > 1 and piece[-1] == piece[0] and escapes % 2 == 0:
+            out.add(_ESCAPE.sub(_string_unescape, inner))
+        else:
+            out.add(_ESCAPE.sub(_string_unescape, piece[1:]))
+            out.add(_ESCAPE.sub(_string_unescape, piece[1:].rstrip().rstrip("]}")))
+    return out
+
+
 def _keyed_as_written(written: str, key: str) -> bool:
     """Whether `written` holds `key` whole: as one string, or bare before a colon."""
     if _quoted_as_written(written, key):
@@ -155,7 +183,10 @@ def faithful(written: str, value: Any) -> bool:
         return False
     keys, strings = _keys_and_strings(value)
     plain = _as_canonical(written) if "\\" in written else written
-    quoted = all(_quoted_as_written(plain, string) for string in strings)
+    quoted = True
+    if strings:
+        decoded = _written_strings(written)
+        quoted = all(s in decoded or _quoted_as_written(plain, s) for s in strings)
     empty = sum(not key for key in keys) + sum(not string for string in strings)
     if empty != _written_empty_strings(written):
         return False
