@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -362,6 +363,44 @@ def _trailing_commas(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_TYPE_HAZARD = "__type_hazard__"
+# Where a call's own key or an argument's ends and its value starts (not inside a string).
+_VALUE_AFTER_KEY = re.compile(
+    r"""["'](?:name|arguments|parameters|function|type|path|city|content|days)["']:\s*"""
+)
+
+
+def _bare_word(b: _Builder, before: str) -> str:
+    """A bare word to write before a value that starts with `before`: apart from it when the
+    value is a word too (`m5x7` would be one word, read as written)."""
+    glued = not (before.isalnum() or before in "-+._$")
+    return b.marker() + pick(b.c, ["", " "] if glued else [" "])
+
+
+def _wrong_type(b: _Builder, style: str, *, allow_think: bool) -> str:
+    """A `type` value other than "function": of every kind, some with the model's words."""
+    kind = b.c.integer(0, 9)
+    if kind == 0:
+        return b.marker()  # a bare word
+    if kind == 1:
+        return _write(b.string_value(), style)
+    if kind == 2:  # "function" with words inside it
+        # (`</think>` would close the reasoning a call written inside it is part of.)
+        think = allow_think and chance(b.c, 50)
+        inside = f"<think>{b.words(_STRING_CHARS)}</think>" if think else b.marker()
+        cut = b.c.integer(1, len("function") - 1)
+        return _write("function"[:cut] + inside + "function"[cut:], style)
+    if kind == 3:
+        return _write(pick(b.c, ["", "Function", "function ", "tool", "function_call"]), style)
+    if kind == 4:
+        return _write(pick(b.c, [0, 1, -2.5]), style)
+    if kind == 5:
+        return _write(pick(b.c, [True, False, None]), style)
+    if kind <= 7:
+        return _write([b.json_value(1) for _ in range(b.c.integer(0, 2))], style)
+    return _write({b.marker(_STRING_CHARS): b.json_value(1)}, style)
+
+
 @dataclass
 class _JsonCall:
     body: str
@@ -413,6 +452,13 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
             obj = {"type": "function", **obj}
         elif where == 1:
             obj = {**obj, "type": "function"}
+    if hazard == 10:  # a `type` that is not "function", at the top or in the wrapper
+        if "type" in obj:
+            obj["type"] = _TYPE_HAZARD
+        elif "function" in obj and chance(b.c, 50):
+            obj["function"] = {"type": _TYPE_HAZARD, **obj["function"]}
+        else:
+            obj = {"type": _TYPE_HAZARD, **obj}
     body = _write(obj, style)
     arguments: dict[str, Any] | None = args
     clean = True
@@ -470,6 +516,18 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
         body = body[:at] + missing + body[at:]
         arguments = None
         clean = False
+    elif hazard == 10:
+        # Whatever a `type` other than "function" holds would be dropped unread.
+        wrong = _wrong_type(b, style, allow_think=allow_think)
+        body = body.replace(_write(_TYPE_HAZARD, style), wrong, 1)
+        arguments = None
+        clean = False
+    elif hazard == 11 and _VALUE_AFTER_KEY.search(body):
+        # A bare word before a value: where it ends and what it joins would be a guess.
+        at = pick(b.c, list(_VALUE_AFTER_KEY.finditer(body))).end()
+        body = body[:at] + _bare_word(b, body[at]) + body[at:]
+        arguments = None
+        clean = False
     elif hazard == 7 and style == "strict" and not string_args and "path" in args:
         # An unquoted word where a string goes: json-repair reads it as that string.
         word = b.marker()
@@ -478,7 +536,7 @@ def _json_call(b: _Builder, *, allow_think: bool = True) -> _JsonCall:
         clean = False
     expected.arguments = arguments
     b.end_call()
-    breaks = hazard in (0, 5, 6, 7, 8) or (hazard == 1 and arguments is None)
+    breaks = hazard in (0, 5, 6, 7, 8, 11) or (hazard == 1 and arguments is None)
     breaks = breaks or (hazard == 9 and not string_args)  # in a string: the string's alone
     return _JsonCall(body, expected, clean, flat, breaks and not clean)
 
@@ -635,10 +693,15 @@ def _pythonic_call(b: _Builder) -> tuple[str, ExpectedCall, bool]:
     elif hazard == 3 and parts:
         parts.append(parts[0])  # the same keyword twice
         arguments = None
+    elif hazard == 4 and parts:  # a bare word before a value
+        at = b.c.integer(0, len(parts) - 1)
+        key, value = parts[at].split("=", 1)
+        parts[at] = f"{key}={_bare_word(b, value[0])}{value}"
+        arguments = None
     separator = pick(b.c, [", ", ",", ",\n    "])
     b.end_call()
     expected.arguments = arguments
-    return f"{name}({separator.join(parts)})", expected, hazard > 3
+    return f"{name}({separator.join(parts)})", expected, arguments is not None
 
 
 def _pythonic_block(b: _Builder) -> None:

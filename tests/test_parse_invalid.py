@@ -8,7 +8,13 @@ import pytest
 
 from hermes_tools import InvalidToolCall
 from hermes_tools._json_text.limits import MAX_REPAIR_CHARS
-from parser_helpers import WEATHER, WRITE_FILE, calls_as_dicts, parse_every_way
+from parser_helpers import (
+    WEATHER,
+    WRITE_FILE,
+    calls_as_dicts,
+    parse_every_split,
+    parse_every_way,
+)
 
 TOOLS = [WEATHER, WRITE_FILE]
 
@@ -202,17 +208,15 @@ def test_a_number_json_has_not_is_never_repaired_into_a_string(number: str) -> N
 def test_an_unquoted_value_starting_with_a_letter_outside_ascii_never_raises(value: str) -> None:
     """Found by the fuzzer (seed 11, input 2590): the lexer took a character Python calls
     alphanumeric (`北`) for the start of a bare word its pattern does not match, and raised
-    IndexError on the empty word. It is no word start: the call is read by json-repair, and
-    kept when that reading keeps every word."""
-    result = parse_every_way(
-        f'<tool_call>{{"name": "get_weather", "arguments": {{"city": {value}}}}}</tool_call>',
-        TOOLS,
-    )
-    if value == "²":
-        assert result.tool_calls == []
-        assert "unexpected '²'" in result.invalid_tool_calls[0].error
-    else:
-        assert calls_as_dicts(result) == [{"name": "get_weather", "arguments": {"city": value}}]
+    IndexError on the empty word. It is no word start: the JSON is broken, and json-repair's
+    reading of it takes the word into a string of its own choosing, so the call is invalid
+    and carries what the model wrote."""
+    text = f'<tool_call>{{"name": "get_weather", "arguments": {{"city": {value}}}}}</tool_call>'
+    result = parse_every_way(text, TOOLS)
+    assert result.tool_calls == []
+    invalid = result.invalid_tool_calls[0]
+    assert invalid.arguments == text.removeprefix("<tool_call>").removesuffix("</tool_call>")
+    assert f"unexpected '{value[0]}'" in invalid.error
 
 
 def test_broken_items_with_nothing_between_them_stay_one_invalid_call() -> None:
@@ -313,3 +317,132 @@ def test_an_object_where_a_call_has_its_type_is_an_invalid_call_not_dropped_word
     (invalid,) = result.invalid_tool_calls
     assert "notes.txt" in invalid.arguments
     assert "type and id must be strings" in invalid.error
+
+
+# Found by the fuzzer, minimised: a `type` that is not "function" was dropped unread (with the
+# words in it), and a broken, cut-off block gave a call whose name json-repair took from an
+# unquoted word.
+FOUND_WITH_A_TYPE_KEY = [
+    (
+        '<tool_call>{"type": "f<think>m14x m15x m16x</think>unction", "function": {"name": '
+        '"write_file", "arguments": "{\\"m0x\\": []}"}}</tool_call>',
+        'the "type" of a call may only be "function"',
+    ),
+    (
+        '<tool_call>{"type": m15x{"name":it "nts": "{: {\\"m2x11x\\": 32}}"}}</',
+        "the call is not valid JSON: unexpected '{'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "error"), FOUND_WITH_A_TYPE_KEY)
+@pytest.mark.parametrize("tools", [TOOLS, [*TOOLS, {"name": "it"}], None])
+def test_a_call_block_with_a_wrong_type_is_an_invalid_call_in_every_split(
+    text: str, error: str, tools: list[dict[str, object]] | None
+) -> None:
+    result = parse_every_split(text, tools)
+    assert result.tool_calls == []
+    assert result.content == ""
+    (invalid,) = result.invalid_tool_calls
+    body = text.removeprefix("<tool_call>").removesuffix("</tool_call>").removesuffix("</")
+    assert invalid.arguments == body  # the cut-off end tag is no part of the call
+    assert invalid.error == error
+
+
+@pytest.mark.parametrize(
+    "value", ['"tool"', '"Function"', '"function "', "7", "null", "true", "m9x", '""']
+)
+@pytest.mark.parametrize("where", ["top", "inside"])
+def test_a_type_other_than_function_is_an_invalid_call_not_dropped_words(
+    value: str, where: str
+) -> None:
+    call = '"name": "write_file", "arguments": {"path": "a"}'
+    if where == "top":
+        body = f'{{"type": {value}, {call}}}'
+    else:
+        body = f'{{"type": "function", "function": {{"type": {value}, {call}}}}}'
+    invalid = only_invalid(f"<tool_call>{body}</tool_call>")
+    assert invalid.arguments == body
+    assert invalid.error == 'the "type" of a call may only be "function"'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # The name unquoted, in JSON only json-repair reads (the lexer reads `write_file`
+        # bare, but not the stray commas after it).
+        '{"name":write_file "arguments": {"path": "a"}, , }',
+        # A value unquoted, beside a stray comma.
+        '{"name": "write_file", "arguments": {"path": "a", , "content": b}}',
+        # A word before a value: json-repair takes it and the bracket after it as one string.
+        '{"type": m15x{"name": "write_file", "arguments": {"path": "a"}}}',
+        '{"name": "write_file", "arguments": {"path": m5x [1]}}',
+    ],
+)
+def test_a_repair_that_chooses_where_a_string_is_gives_an_invalid_call(body: str) -> None:
+    invalid = only_invalid(f"<tool_call>{body}</tool_call>")
+    assert invalid.arguments == body
+    assert invalid.error.startswith("the call is not valid JSON")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "write_file", "arguments": {"path": "a",, "content": "b"}}',
+        "{'name': 'write_file', 'arguments': {'path': 'a',, 'content': 'b'}}",
+        '{"name": "write_file", "arguments": {"path": "a",, "content": "b}}',  # quote left open
+        '{"type": "function", "function": {"name": "write_file", "arguments": {"path": "a",, '
+        '"content": "b"}}}',
+    ],
+)
+def test_a_repair_of_quotes_and_commas_still_gives_the_call(body: str) -> None:
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert calls_as_dicts(result) == [
+        {"name": "write_file", "arguments": {"path": "a", "content": "b"}}
+    ]
+
+
+def test_a_call_without_tags_with_a_wrong_type_is_an_invalid_call() -> None:
+    text = '{"type": "tool", "name": "get_weather", "arguments": {"city": "Oslo"}}'
+    assert only_invalid(text).arguments == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The other syntaxes are never repaired: a bare word is no Python literal...
+        "<tool_call>[write_file(path=m5x 'a')]</tool_call>",
+        "<tool_call>\nwrite_file(path=m5x, content='b')\n</tool_call>",
+        # ...and text between Qwen3-Coder XML tags belongs to no parameter.
+        "<tool_call>\n<function=write_file>\n<parameter=path>\na\n</parameter>\nm5x\n"
+        "<parameter=content>\nb\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=write_file>m5x\n<parameter=path>\na\n</parameter>\n</function>\n"
+        "</tool_call>",
+    ],
+)
+def test_a_bare_word_in_a_pythonic_or_xml_call_is_an_invalid_call(text: str) -> None:
+    invalid = only_invalid(text)
+    assert "m5x" in invalid.arguments
+
+
+@pytest.mark.parametrize(
+    ("body", "content"),
+    [
+        # Found by the long fuzz run: a single-quoted string with escapes, in a block that
+        # json-repair reads, was taken for a string the model did not quote.
+        (
+            '{"name": "get_weather", "arguments": {}, , "m9x": 1}\n'
+            "{'name': 'write_file', 'parameters': {'path': 'a', 'content': 'm11:x\\n\\nm12&x\\tm13x'}}",
+            "m11:x\n\nm12&x\tm13x",
+        ),
+        (
+            '{"name": "write_file", "arguments": {"path": "a",, "content": "\\u00e9\\n\\ud83d\\ude00"}}',
+            "é\n😀",
+        ),
+    ],
+)
+def test_a_repaired_string_with_escapes_is_one_the_model_quoted(body: str, content: str) -> None:
+    result = parse_every_way(f"<tool_call>{body}</tool_call>", TOOLS)
+    assert {"name": "write_file", "arguments": {"path": "a", "content": content}} in (
+        calls_as_dicts(result)
+    )

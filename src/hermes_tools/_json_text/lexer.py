@@ -548,6 +548,12 @@ def _surrogate_decoded(match: re.Match[str]) -> str:
     return match.group(1) + chr(0x10000 + (high << 10) + low)
 
 
+def decode_surrogate_escapes(text: str) -> str:
+    """`text` with the `\\u` escapes of surrogates decoded as json.loads reads them: a pair
+    to the character it stands for, a lone one to U+FFFD."""
+    return _ESCAPED_SURROGATE.sub(_surrogate_decoded, text)
+
+
 def repair(text: str) -> Any:
     """json-repair's reading of `text`, or None when it finds nothing there or `text` is
     longer than MAX_REPAIR_CHARS (see `json_limits`)."""
@@ -558,7 +564,7 @@ def repair(text: str) -> Any:
     # json-repair decodes the escapes of a surrogate pair to two characters; the lexer, like
     # json.loads, to the one they stand for (a lone one to U+FFFD). Decoded here first, so
     # that surrogates written as characters stay exactly as written.
-    text = _ESCAPED_SURROGATE.sub(_surrogate_decoded, text)
+    text = decode_surrogate_escapes(text)
     try:
         value = json_repair.loads(text)
     except Exception:  # json-repair raises assorted errors on hopeless input

@@ -10,6 +10,12 @@ words once quotes, commas, colons, brackets, backslashes and whitespace are set 
 string has no words, so it is counted instead: the reading holds exactly the empty strings the
 model wrote (json-repair gives one for a value it did not find, `{"a":, "b": 1}`, `{"a""}`, and
 takes one into another string, `{"a" "": 1}` as `{"a": ": 1"}`).
+
+Nor may a repair decide where a string starts and ends: every string of the reading is one the
+model put in quotes (a closing quote may be missing at the very end). The lexer reads an
+unquoted word as a string in JSON it reads whole; in broken JSON, json-repair's unquoted
+string is a guess at where a word ends (`{"type": m15x{"name":it ...` gives the type
+"m15x{" and the name "it", the brace and the word taken into strings of its choosing).
 """
 
 from __future__ import annotations
@@ -17,18 +23,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hermes_tools._json_text.lexer import canonical, repair
+from hermes_tools._json_text.lexer import canonical, decode_surrogate_escapes, repair
 from hermes_tools._json_text.limits import value_problem
 
 _BARE_KEY = re.compile(r"[^\s\"':,{}\[\]()\\]+")  # a key json-repair may read without quotes
-# A number, or a word Python would read as one but JSON has not: json-repair reads a bare
-# `nan` as the string "nan", and the call must not be valid with the model's NaN as a string.
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|nan|inf(?:inity)?)", re.I)
 _LAYOUT = re.compile(r"""[\s{}\[\]():,"'\\]+""")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+# An escape canonical JSON does not write (`\\/`, `\\u00e9`), after an even run of backslashes.
+_NEEDLESS_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\(?:u([0-9a-fA-F]{4})|/)")
 _LITERAL = re.compile(r"\b(?:True|False|None)\b")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 _ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "", "f": ""}
+_STRING_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 # Text as written, cut into strings (from a quote to the next one of its kind that no backslash
 # escapes, or to the end) and what lies between them: one pass, each character read once.
 _STRINGS = re.compile(r""""[^"\\]*(?:\\.[^"\\]*)*"?|'[^'\\]*(?:\\.[^'\\]*)*'?|[^"']+""", re.S)
@@ -102,12 +108,58 @@ def _keys_and_strings(value: Any) -> tuple[list[str], list[str]]:
     return keys, strings
 
 
+def _plain_escapes(match: re.Match[str]) -> str:
+    code = match.group(2)
+    if code is None:
+        return match.group(1) + "/"
+    char = chr(int(code, 16))
+    if char < " " or char in "\"'\\" or "\ud800" <= char <= "\udfff":
+        return match.group()
+    return match.group(1) + char
+
+
+def _as_canonical(written: str) -> str:
+    """`written` with the escapes canonical JSON would not write decoded, as json.loads reads
+    them: so that a string can be looked for in it as `canonical` writes it."""
+    return _NEEDLESS_ESCAPE.sub(_plain_escapes, decode_surrogate_escapes(written))
+
+
 def _quoted_as_written(written: str, string: str) -> bool:
     """Whether `written` holds `string` as one string: in quotes of a kind it does not
-    contain, or with its quotes escaped."""
+    contain, or with its quotes escaped; or opened by its quote and left open at the end."""
     forms = [canonical(string), "'" + string.replace("\\", "\\\\").replace("'", "\\'") + "'"]
     forms += [quote + string + quote for quote in "\"'" if quote not in string]
-    return any(form in written for form in forms)
+    if any(form in written for form in forms):
+        return True
+    end = written.rstrip().rstrip("]}")  # the brackets the end left open, closed after it
+    return any(end.endswith(form[:-1]) for form in forms)
+
+
+def _string_unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if len(code) == 5:
+        return chr(int(code[1:], 16))
+    return _STRING_ESCAPED.get(code, code)
+
+
+def _written_strings(written: str) -> set[str]:
+    """The strings `written` holds in quotes, decoded: each from its quote to the next one of
+    its kind that no backslash escapes; one left open at the end also without the brackets
+    after it (closed by the repair)."""
+    text = decode_surrogate_escapes(written) if "\\" in written else written
+    out: set[str] = set()
+    for match in _STRINGS.finditer(text):
+        piece = match.group()
+        if piece[0] not in "\"'":
+            continue
+        inner = piece[1:-1]
+        escapes = len(inner) - len(inner.rstrip("\\"))
+        if len(piece) > 1 and piece[-1] == piece[0] and escapes % 2 == 0:
+            out.add(_ESCAPE.sub(_string_unescape, inner))
+        else:
+            out.add(_ESCAPE.sub(_string_unescape, piece[1:]))
+            out.add(_ESCAPE.sub(_string_unescape, piece[1:].rstrip().rstrip("]}")))
+    return out
 
 
 def _keyed_as_written(written: str, key: str) -> bool:
@@ -123,17 +175,18 @@ def faithful(written: str, value: Any) -> bool:
     strings was written inside that string, and every key was written as a key. (json-repair
     reads `{'a': 'b', c:d': []}` as the key "c" with the value "d': []", and `"a": x "m7:x"`
     as the key "m7" with the value "x": the words are all there, but a quote or a colon
-    changed its role, and the call is a guess. A number the model wrote stays a number: an
-    integer too long for JSON does not come back as a string. And the empty strings are the
-    model's: `{"a""}` is a key whose value did not come, not `{"a": ""}`.)"""
+    changed its role, and the call is a guess. Every string was written in quotes: a bare
+    word (`nan`, a number too long for JSON, a name) does not come back as a string. And the
+    empty strings are the model's: `{"a""}` is a key whose value did not come, not
+    `{"a": ""}`.)"""
     if words(written) != words(" ".join(_atoms(value))):
         return False
     keys, strings = _keys_and_strings(value)
-    quoted = all(
-        _quoted_as_written(written, string)
-        for string in strings
-        if "'" in string or '"' in string or _NUMBER.fullmatch(string)
-    )
+    plain = _as_canonical(written) if "\\" in written else written
+    quoted = True
+    if strings:
+        decoded = _written_strings(written)
+        quoted = all(s in decoded or _quoted_as_written(plain, s) for s in strings)
     empty = sum(not key for key in keys) + sum(not string for string in strings)
     if empty != _written_empty_strings(written):
         return False

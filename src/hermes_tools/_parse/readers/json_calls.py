@@ -38,9 +38,10 @@ if TYPE_CHECKING:
 
 _NAME_KEYS = frozenset({"name", "tool_name", "function_name"})
 _ARGUMENT_KEYS = frozenset({"arguments", "parameters", "args"})
-_IGNORED_KEYS = frozenset({"type", "id"})
-_FUNCTION_KEY = "function"
-SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_FUNCTION_KEY}
+_IGNORED_KEYS = frozenset({"id"})
+_TYPE_KEY = "type"
+_FUNCTION_KEY = "function"  # the key of OpenAI's wrapper, and the one value its type may have
+SHAPE_KEYS = _NAME_KEYS | _ARGUMENT_KEYS | _IGNORED_KEYS | {_TYPE_KEY, _FUNCTION_KEY}
 _MAX_SHAPE_KEY = max(map(len, SHAPE_KEYS))
 _SEPARATORS = re.compile(r"[\s,;]*")  # Llama separates calls with `;`
 # A fence around calls: its info word is a language calls are written in, or nothing; any
@@ -63,6 +64,7 @@ class _Field(IdentityEnum):
     NAME = enum.auto()
     ARGUMENTS = enum.auto()
     FUNCTION = enum.auto()
+    TYPE = enum.auto()
     IGNORED = enum.auto()
     EXTRA = enum.auto()
 
@@ -74,6 +76,8 @@ def _field(key: str) -> _Field:
         return _Field.ARGUMENTS
     if key == _FUNCTION_KEY:
         return _Field.FUNCTION
+    if key == _TYPE_KEY:
+        return _Field.TYPE
     if key in _IGNORED_KEYS:
         return _Field.IGNORED
     return _Field.EXTRA
@@ -142,6 +146,7 @@ class _State(IdentityEnum):
 _NOT_JSON = "expected a JSON object with the call's name and arguments"
 _NOT_A_CALL = "a list of calls may only hold call objects"
 _NOT_READ = "the call is not valid JSON"
+_WRONG_TYPE = 'the "type" of a call may only be "function"'
 
 
 class JsonCallReader(CallReader[_State]):
@@ -503,7 +508,7 @@ class JsonCallReader(CallReader[_State]):
                 call.pending.fail_later("the arguments must be a JSON object, not an array")
             elif field is _Field.NAME:
                 call.pending.fail_later("the call's name must be a string")
-            elif field is _Field.IGNORED:  # what it holds would be dropped unread
+            elif field in (_Field.IGNORED, _Field.TYPE):  # what it holds would be dropped unread
                 call.pending.fail_later("a call's type and id must be strings, not containers")
             self._start_route(NullSink(), None, self._depth - 1)
 
@@ -551,6 +556,8 @@ class JsonCallReader(CallReader[_State]):
             call.arguments_given = True
         if field in (_Field.NAME, _Field.FUNCTION):
             self._start_route(_CollectString(), _Field.NAME, self._depth)
+        elif field is _Field.TYPE:
+            self._start_route(_CollectString(), field, self._depth)
         elif field is _Field.ARGUMENTS and call.args is None:
             call.args = CanonicalWriter()
             self._start_route(_StringArguments(call.args), field, self._depth)
@@ -588,6 +595,8 @@ class JsonCallReader(CallReader[_State]):
             return
         if field is _Field.NAME or field is _Field.FUNCTION:
             call.pending.fail_later("the call's name must be a string")
+        elif field is _Field.TYPE:
+            call.pending.fail_later(_WRONG_TYPE)
         elif field is _Field.ARGUMENTS:
             call.arguments_given = True
             if value is not None:
@@ -625,6 +634,9 @@ class JsonCallReader(CallReader[_State]):
                 call.pending.name is None or not self._toolbox.is_bound(call.pending.name)
             ):
                 self._reject()
+        elif field is _Field.TYPE and "".join(route.parts) != _FUNCTION_KEY:
+            # Any other value would be dropped unread: what did the model mean by it?
+            call.pending.fail_later(_WRONG_TYPE)
         elif field is _Field.ARGUMENTS and isinstance(route, _StringArguments):
             self._settle_string_arguments(call, route)
 
