@@ -1112,7 +1112,10 @@ class Fuzz:
         body: bytes | None = None,
         headers: dict[str, Any] | None = None,
         streamed: bool = False,
+        counted_as: str | None = None,
     ) -> Answer:
+        """Send one request and check its answer as `front`'s; its figures are `counted_as`'s
+        (the front's own by default)."""
         upstream_crashes = self.upstream.crashes
         self.last = {
             "method": method,
@@ -1126,13 +1129,14 @@ class Fuzz:
         answer = Answer(
             front, response.status_code, response.headers, response.content, streamed, self.garbage
         )
-        self.statuses.setdefault(front, Counter())[str(answer.status)] += 1
+        counted = counted_as or front
+        self.statuses.setdefault(counted, Counter())[str(answer.status)] += 1
         assert self.upstream.crashes == upstream_crashes, "the scripted upstream failed"
         if answer.status >= 400 and method != "HEAD":
             said = f"{answer.status}: {answer.body[:2000]!r}"
             assert answer.headers.get("content-type") == "application/json", said
             reason = reason_of(answer.body)
-            self.reasons.setdefault(front, Counter())[f"{answer.status} {reason}"] += 1
+            self.reasons.setdefault(counted, Counter())[f"{answer.status} {reason}"] += 1
             if self.garbage:  # the upstream's failure, relayed, but never the proxy's own
                 assert not any(failed in said for failed in PROXY_FAILED), said
             else:  # no 5xx but the model's failure to make a call the request requires
@@ -1140,10 +1144,17 @@ class Fuzz:
         CHECKS[front](answer)
         return answer
 
-    def post(self, front: str, path: str, body: bytes, headers: dict[str, Any]) -> Answer:
+    def post(
+        self,
+        front: str,
+        path: str,
+        body: bytes,
+        headers: dict[str, Any],
+        counted_as: str | None = None,
+    ) -> Answer:
         # count_tokens answers a count, whatever `stream` says.
         streamed = front != "count_tokens" and asks_stream(body)
-        return self.send(front, "POST", path, body, headers, streamed)
+        return self.send(front, "POST", path, body, headers, streamed, counted_as)
 
     def still_serving(self) -> None:
         """After each example: nothing reached, the upstream asked only for what it serves,
@@ -1564,7 +1575,8 @@ def fuzz_upstream_garbage(fuzz: Fuzz, data: st.DataObject) -> None:
     fuzz.upstream.garbage = data.draw(upstream_garbage(stream))
     fuzz.garbage = True
     try:
-        fuzz.post(front, path, encoded(body, True), {"content-type": "application/json"})
+        headers = {"content-type": "application/json"}
+        fuzz.post(front, path, encoded(body, True), headers, counted_as="upstream")
     finally:
         fuzz.upstream.garbage = None
         fuzz.garbage = False

@@ -44,3 +44,18 @@ def test_unreadable_history_is_no_answered_call() -> None:
     assert answered_calls([USER, broken, _result("a"), _result("b")]) == set()
     assert answered_calls([USER, {"role": "assistant", "tool_calls": "x"}]) == set()
     assert answered_calls(["not a message", USER]) == set()
+
+
+def test_ids_that_are_not_strings_answer_nothing_and_do_not_raise() -> None:
+    """A proxy's client may send any JSON as an id: an object there raised TypeError
+    (unhashable), a 500 at the proxy (found by its fuzz)."""
+    turn = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": {"x": "a"}, "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+        ],
+    }
+    odd = {"role": "tool", "tool_call_id": {}, "content": "ok"}
+    assert answered_calls([USER, turn, odd, _result("b")]) == {call_key("g", {})}
+    assert answered_calls([USER, turn, odd]) == set()

@@ -24,15 +24,20 @@ def answered_calls(messages: Sequence[Any]) -> frozenset[tuple[str, str]]:
     if not turns:
         return frozenset()
     last = turns[-1]
+    # Ids as the caller wrote them: any JSON (a proxy's client may send an object).
     answered_ids = {
         m.get("tool_call_id")
         for m in messages[last + 1 :]
-        if isinstance(m, Mapping) and m.get("role") == "tool"
+        if isinstance(m, Mapping)
+        and m.get("role") == "tool"
+        and isinstance(m.get("tool_call_id"), str)
     }
     calls = messages[last].get("tool_calls")
     found: set[tuple[str, str]] = set()
     for call in calls if isinstance(calls, list) else ():
-        if not isinstance(call, Mapping) or call.get("id") not in answered_ids:
+        if not isinstance(call, Mapping) or not isinstance(call.get("id"), str):
+            continue
+        if call["id"] not in answered_ids:
             continue
         function = call.get("function")
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
