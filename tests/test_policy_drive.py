@@ -12,7 +12,7 @@ from hermes_tools import HermesFormat
 from hermes_tools._policy.drive import stream_reply, whole_reply
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.errors import ToolCallRequiredError
+from hermes_tools.errors import MalformedAnswerError
 from parser_helpers import WEATHER as PARSER_WEATHER
 
 WEATHER = {"type": "function", "function": PARSER_WEATHER}
@@ -123,11 +123,12 @@ def test_a_reply_whose_only_choice_is_not_the_first_is_answered() -> None:
     ]
 
 
-def test_a_required_call_answered_with_no_choices_fails_plainly() -> None:
+def test_an_attempt_answered_with_no_choices_fails_naming_it() -> None:
+    """An answer with no choices is no completion: the endpoint's failure, not the model's."""
     script = Script("no.", {"choices": []})
     session = ReplySession(
         {"model": "m", "messages": ASK, "tools": [WEATHER], "tool_choice": "required"},
         HermesFormat(),
     )
-    with pytest.raises(ToolCallRequiredError, match="in 2 attempts"):
+    with pytest.raises(MalformedAnswerError, match="its choices are empty"):
         whole_reply(session, script)
