@@ -94,22 +94,28 @@ class RawUpstream:
             except OSError:
                 return
             with connection:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    data = connection.recv(65536)
-                    if not data:
-                        break
-                    request += data
-                head, _, body = request.partition(b"\r\n\r\n")
-                length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-                while length and len(body) < int(length.group(1)):
-                    data = connection.recv(65536)
-                    if not data:
-                        break
-                    body += data
+                head, body = read_request(connection)
                 self.requests.append(head + b"\r\n\r\n" + body)
                 if self.answers:
                     connection.sendall(self.answers.pop(0))
+
+
+def read_request(connection: socket.socket) -> tuple[bytes, bytes]:
+    """One HTTP request's head and body (by its content-length) from a connection."""
+    request = b""
+    while b"\r\n\r\n" not in request:
+        data = connection.recv(65536)
+        if not data:
+            break
+        request += data
+    head, _, body = request.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    while length and len(body) < int(length.group(1)):
+        data = connection.recv(65536)
+        if not data:
+            break
+        body += data
+    return head, body
 
 
 def proxy_for(upstream: str, **settings: Any) -> ServeSettings:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from serve_helpers import ServeProcess
+from serve_helpers import ServeProcess, read_request
 
 OPERATOR_KEY = "sk-operator-secret"
 
@@ -87,25 +87,15 @@ class CanaryUpstream:
 
     def _serve(self, connection: socket.socket) -> None:
         with connection:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                piece = connection.recv(65536)
-                if not piece:
-                    return
-                data += piece
-            head, _, body = data.partition(b"\r\n\r\n")
+            head, body = read_request(connection)
+            if not head:
+                return
             lines = head.decode("latin-1").split("\r\n")
             method, target, _ = lines[0].split(" ", 2)
             headers = {}
             for line in lines[1:]:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length", "0"))
-            while len(body) < length:
-                piece = connection.recv(65536)
-                if not piece:
-                    break
-                body += piece
             seen = Seen(method, target, headers, body)
             with self._lock:
                 self.seen.append(seen)
