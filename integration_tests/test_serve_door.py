@@ -324,6 +324,11 @@ GARBAGE: dict[str, tuple[bytes | None, bytes | None, str]] = {
         sse_answer(event({"index": 0, "delta": {"tool_calls": BILLION}})),
         "index is 1000000000",
     ),
+    "usage details a number": (  # found by the fuzz: the Responses front read it as an object
+        http_answer(completion({"content": "Hi."}, usage={"prompt_tokens_details": 5})),
+        sse_answer(b'{"choices": [], "usage": {"prompt_tokens": {}}}'),
+        "usage.prompt_tokens",
+    ),
     "one JSON body for a stream": (
         None,
         http_answer(completion({"role": "assistant", "content": "Hi."})),

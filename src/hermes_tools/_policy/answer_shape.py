@@ -22,6 +22,7 @@ from hermes_tools.errors import MalformedAnswerError
 MAX_CHOICES = 128
 MAX_CALL_INDEX = 1024
 _OPTIONAL_TEXT = ("id", "model", "system_fingerprint", "service_tier")
+_COUNTS = frozenset(("prompt_tokens", "completion_tokens", "total_tokens"))
 
 
 def check_completion(answer: object) -> Mapping[str, Any]:
@@ -95,10 +96,33 @@ def _envelope(answer: object) -> Mapping[str, Any]:
     if usage is not None and not isinstance(usage, Mapping):
         raise _malformed(f"usage is {_kind(usage)}, not an object")
     if usage:
-        for key, value in usage.items():
-            if value is not None and not isinstance(value, int | float | Mapping):
-                raise _malformed(f"usage.{key} is {_kind(value)}, not a number")
+        _usage(usage)
     return answer
+
+
+def _usage(usage: Mapping[str, Any]) -> None:
+    """The counts are whole numbers, the details (`prompt_tokens_details`, ...) objects of
+    numbers: the fronts add them up and write them out."""
+    for key, value in usage.items():
+        if value is None:
+            continue
+        if key in _COUNTS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise _malformed(f"usage.{key} is {_shown(value)}, not a count")
+        elif key.endswith("_details"):
+            if not isinstance(value, Mapping):
+                raise _malformed(f"usage.{key} is {_kind(value)}, not an object")
+            for inner, count in value.items():
+                if count is not None and (
+                    isinstance(count, bool) or not isinstance(count, int | float)
+                ):
+                    raise _malformed(f"usage.{key}.{inner} is {_kind(count)}, not a number")
+        elif not isinstance(value, int | float | Mapping) or isinstance(value, bool):
+            raise _malformed(f"usage.{key} is {_kind(value)}, not a number")
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:40] if isinstance(value, int | float) else _kind(value)
 
 
 def _choice(choice: object, where: str) -> None:
