@@ -12,7 +12,7 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 
 import live
-from hermes_tools._policy.context_window import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import WINDOW_MEMORY
 from scripted_server import ScriptedServer
 from serve_helpers import RunningProxy, proxy_for
 from transports import TRANSPORTS, wrapper_for
@@ -30,7 +30,7 @@ def server(running_server: ScriptedServer) -> Iterator[ScriptedServer]:
     """The server, reset for this test; every scripted reply must be used by the end. The
     windows this process learnt are forgotten: the same server says another in each test."""
     running_server.reset()
-    PROCESS_MEMORY.forget()
+    WINDOW_MEMORY.forget()
     yield running_server
     unused = running_server.unused
     running_server.reset()

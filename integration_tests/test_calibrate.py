@@ -19,7 +19,7 @@ from hermes_tools import _calibrate
 from hermes_tools._calibrate.candidates import KNOBS
 from hermes_tools._calibrate.probes import PROBES, reduced, split
 from hermes_tools._constrain.servers import is_probe
-from hermes_tools._policy.context_window import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import WINDOW_MEMORY
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools.cli import main
 from hermes_tools.format import HermesFormat
@@ -51,7 +51,7 @@ class ModelServer(ScriptedServer):
 
 @pytest.fixture
 def model_server() -> Iterator[ModelServer]:
-    PROCESS_MEMORY.forget()
+    WINDOW_MEMORY.forget()
     server = ModelServer().start()
     yield server
     server.stop()

@@ -20,8 +20,7 @@ from openai import AsyncOpenAI, OpenAI
 import hermes_tools
 from endpoint_helpers import WEATHER_TOOL
 from hermes_tools._constrain.servers import is_probe
-from hermes_tools._policy import native
-from hermes_tools._policy.constraint_setting import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import CONSTRAINT_MEMORY, NATIVE_MEMORY
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.langchain import ChatHermes
 from hermes_tools.llama_index import HermesLLM
@@ -43,10 +42,10 @@ PROBE_FIELDS = {
 
 @pytest.fixture(autouse=True)
 def fresh_memory() -> Iterator[None]:
-    for memory in (PROCESS_MEMORY, native.PROCESS_MEMORY):
+    for memory in (CONSTRAINT_MEMORY, NATIVE_MEMORY):
         memory.forget()
     yield
-    for memory in (PROCESS_MEMORY, native.PROCESS_MEMORY):
+    for memory in (CONSTRAINT_MEMORY, NATIVE_MEMORY):
         memory.forget()
 
 

@@ -16,7 +16,7 @@ import pytest
 from openai import OpenAI
 
 import hermes_tools
-from hermes_tools._policy.context_window import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import WINDOW_MEMORY
 from hermes_tools.local import (
     LocalModelError,
     LocalServer,
@@ -119,7 +119,7 @@ def test_the_local_server_says_its_window_and_wrap_learns_it(small_model: Path) 
     with start_local_model(SMALL, context=4096, progress=None) as server:
         props = httpx.get(f"http://127.0.0.1:{server.port}/props", timeout=30).json()
         assert props["default_generation_settings"]["n_ctx"] == 4096
-        PROCESS_MEMORY.forget()
+        WINDOW_MEMORY.forget()
         client = hermes_tools.wrap(OpenAI(base_url=server.base_url, api_key="none"))
         client.chat.completions.create(
             model=SMALL,
@@ -127,7 +127,7 @@ def test_the_local_server_says_its_window_and_wrap_learns_it(small_model: Path) 
             tools=tools,  # type: ignore[arg-type]
             max_tokens=2,
         )
-        assert PROCESS_MEMORY.recall(server.base_url + "/", SMALL) == 4096  # as the SDK says it
+        assert WINDOW_MEMORY.recall(server.base_url + "/", SMALL) == 4096  # as the SDK says it
 
 
 @needs_server

@@ -16,7 +16,7 @@ from openai import OpenAI
 
 import hermes_tools
 from endpoint_helpers import WEATHER_TOOL
-from hermes_tools._policy.native import PROCESS_MEMORY, REFUSED_MEMORY
+from hermes_tools._policy.endpoint import NATIVE_MEMORY, REFUSED_MEMORY
 from hermes_tools.langchain import with_tool_calling
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
@@ -28,10 +28,10 @@ QUESTION = [{"role": "user", "content": "Weather in Oslo?"}]
 
 @pytest.fixture(autouse=True)
 def fresh_memory() -> Iterator[None]:
-    PROCESS_MEMORY.forget()
+    NATIVE_MEMORY.forget()
     REFUSED_MEMORY.forget()
     yield
-    PROCESS_MEMORY.forget()
+    NATIVE_MEMORY.forget()
     REFUSED_MEMORY.forget()
 
 

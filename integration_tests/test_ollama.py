@@ -25,7 +25,7 @@ from llama_index.llms.ollama import Ollama
 from openai import OpenAI
 
 import hermes_tools
-from hermes_tools._policy.native import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import NATIVE_MEMORY
 from hermes_tools.langchain import with_tool_calling
 from hermes_tools.llama_index import with_tool_calling as llama_index_tool_calling
 from scripted_server import Reply, ScriptedServer
@@ -58,9 +58,9 @@ WEATHER_TOOL = FunctionTool.from_defaults(weather, name="get_weather")
 
 @pytest.fixture(autouse=True)
 def fresh_memory() -> Iterator[None]:
-    PROCESS_MEMORY.forget()
+    NATIVE_MEMORY.forget()
     yield
-    PROCESS_MEMORY.forget()
+    NATIVE_MEMORY.forget()
 
 
 def chat_ollama(server: ScriptedServer, **options: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from hermes_tools._policy.native import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import NATIVE_MEMORY
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
@@ -31,9 +31,9 @@ REFUSAL = "registry.ollama.ai/library/gemma3:latest does not support tools"
 
 @pytest.fixture(autouse=True)
 def fresh_memory() -> Iterator[None]:
-    PROCESS_MEMORY.forget()
+    NATIVE_MEMORY.forget()
     yield
-    PROCESS_MEMORY.forget()
+    NATIVE_MEMORY.forget()
 
 
 def snippet(containing: str) -> str:

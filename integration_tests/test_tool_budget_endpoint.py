@@ -13,7 +13,7 @@ import pytest
 from openai import OpenAI
 
 import hermes_tools
-from hermes_tools._policy.context_window import PROCESS_MEMORY
+from hermes_tools._policy.endpoint import WINDOW_MEMORY
 from scripted_server import Reply, ScriptedServer
 from serve_helpers import RunningProxy
 
@@ -141,7 +141,7 @@ def test_the_window_the_server_says_sets_the_budget_and_is_asked_once(
     wide = shown(server.bodies()[0])
     assert all(map(in_full, wide.values()))
     assert [r.path for r in server.requests].count("/props") == 1  # once per process
-    PROCESS_MEMORY.forget()
+    WINDOW_MEMORY.forget()
     server.props = {"default_generation_settings": {"n_ctx": 8192}}  # 409 for tools
     server.script("Three.")
     ask(client, "Open an issue")

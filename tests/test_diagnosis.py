@@ -7,7 +7,7 @@ import openai
 import pytest
 from openai import OpenAI
 
-from hermes_tools._policy.listed_models import model_ids
+from hermes_tools._policy.endpoint import model_ids
 from hermes_tools.client.diagnosis import explained
 
 

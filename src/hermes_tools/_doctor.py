@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import httpx
 
 from hermes_tools._model_rules import load_profile
-from hermes_tools._policy.listed_models import model_ids
+from hermes_tools._policy.endpoint import model_ids
 from hermes_tools.errors import ProfileError
 
 WEATHER = {
@@ -431,7 +431,7 @@ def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], N
 
 def _window(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
     """The window `tool_budget="auto"` would learn from the server, and the budget it gives."""
-    from hermes_tools._policy.context_window import WindowQuestion, ask
+    from hermes_tools._policy.endpoint import WindowQuestion, ask
     from hermes_tools._policy.options import DEFAULT_CONTEXT_WINDOW, ReplyOptions
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

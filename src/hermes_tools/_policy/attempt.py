@@ -1,16 +1,72 @@
-"""What one attempt at a reply is, and what the policy learns from it.
+"""One upstream request of a reply, and each choice's attempt in it.
 
 A request may take several attempts: the request as it came, then perhaps the same request
 asked again with a reason (a repair), asked afresh with copied examples out of sight, or a
 continuation asking for the calls a kept reply still needs. `Ask` names which one an attempt
-is; `Findings` is what one choice's attempt showed (its valid calls, why others failed, what
-its calls made up); `MadeCall` is a call a reply made, as it is written back.
+is. A fresh `UpstreamAttempt` is made for every request the session sends, and a fresh
+`ChoiceAttempt` for each of its choices, so nothing of an attempt is reset by hand: what
+outlives it is the reply it released into (`reply.ChoiceReply`) and its `Findings` (its valid
+calls, why others failed, what its calls made up), which the session reads to choose the next
+ask. `MadeCall` is a call a reply made, as it is written back.
+
+Stop sequences are applied here, on our side, to text as it arrives (`StopCutter`): a server
+applies the request's `stop` itself, but a model called in the same process may take none.
+What comes before the first stop sequence passes, a tail that may begin one is held until the
+next text shows whether it does, and nothing after a stop sequence is taken.
+
+An attempt that may still be rejected (and asked again) is held back, so that a rejected
+attempt leaves nothing in the stream or the message (the release rules, `Release`):
+- a plain attempt (`tool_choice="auto"`) streams live until its first call; from there it is
+  held until a valid call ends (then everything is released) or the attempt ends;
+- when a call is required, and in every retry, the attempt is held until a valid call;
+- a retry contributes its calls only; its text counts only when it makes no valid call (then
+  the model answered instead), and not when it repeats what an earlier attempt wrote.
+A call made after the attempt was committed that copies a number from its tool's description
+is made up (`grounding`), and invalid. A kept attempt with invalid calls beside valid ones is
+*continued* (once): the model is shown the calls that went out and asked for the rest, and the
+continuation adds its valid calls only (held until it ends; no text; a call the reply already
+made, or one with values nobody said, is dropped; one copying its tool's description is
+invalid).
 """
 
 from __future__ import annotations
 
 import enum
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_tools._json_text.lexer import canonical
+from hermes_tools._parse.parser import StreamParser, new_call_id
+from hermes_tools._policy.reply import (
+    ONE_CALL_ONLY,
+    ChoiceReply,
+    Delta,
+    DroppedNote,
+    Held,
+    WireCall,
+)
+from hermes_tools._policy.request import CallRules, PreparedRequest
+from hermes_tools._render.sentences import (
+    called_again,
+    copied_from_description,
+    nobody_said,
+    shortened,
+)
+from hermes_tools._tools.argument_fit import fit_arguments
+from hermes_tools._tools.repeats import call_key
+from hermes_tools.events import (
+    Event,
+    InvalidToolCall,
+    ParseResult,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 
 # How much of an attempt's text is kept to quote in an error message or compare a retry with.
 TEXT_PREVIEW_CHARS = 200
@@ -43,10 +99,539 @@ class Findings:
             self.text_preview += text[:TEXT_PREVIEW_CHARS]
 
 
-@dataclass(frozen=True, slots=True)
-class MadeCall:
-    """A valid call a reply made, with its arguments as canonical JSON text."""
+class StopCutter:
+    __slots__ = ("_firsts", "_held", "_longest", "_sequences", "sequence", "stopped")
 
-    id: str
-    name: str
-    arguments: str
+    def __init__(self, sequences: Sequence[str]) -> None:
+        self._sequences = tuple(s for s in sequences if s)
+        self._longest = max((len(s) for s in self._sequences), default=0)
+        self._firsts = frozenset(s[0] for s in self._sequences)
+        self._held = ""
+        self.stopped = False
+        self.sequence: str | None = None  # the stop sequence the text was cut at
+
+    def feed(self, text: str) -> str:
+        """The part of `text` (after what was held) that is before any stop sequence."""
+        if self.stopped:
+            return ""
+        if not self._sequences:
+            return text
+        if not self._held and self._firsts.isdisjoint(text):
+            return text  # no stop sequence can start in it (most chunks)
+        window = self._held + text
+        found = [(at, s) for s in self._sequences if (at := window.find(s)) >= 0]
+        if found:
+            cut, self.sequence = min(found, key=lambda match: match[0])
+            self.stopped = True
+            self._held = ""
+            return window[:cut]
+        keep = self._possible_start(window)
+        self._held = window[keep:]
+        return window[:keep]
+
+    def close(self) -> str:
+        """The output ended: a held tail was no stop sequence after all."""
+        held, self._held = self._held, ""
+        return held
+
+    def _possible_start(self, window: str) -> int:
+        """Where the longest tail of `window` that begins some stop sequence starts."""
+        start = max(0, len(window) - self._longest + 1)
+        for at in range(start, len(window)):
+            tail = window[at:]
+            if any(s.startswith(tail) for s in self._sequences):
+                return at
+        return len(window)
+
+
+_NO_EVENTS: list[Event] = []  # never appended to: the per-event default needs no allocation
+
+
+class Release(enum.Enum):
+    """When an attempt's events go out."""
+
+    LIVE = enum.auto()  # as they come
+    UNTIL_CALL = enum.auto()  # as they come until a call starts; then HELD
+    HELD = enum.auto()  # held until a valid call commits the attempt, or the attempt ends
+    TO_THE_END = enum.auto()  # a continuation: held until it ends, whatever it makes
+
+
+class Trigger(enum.Enum):
+    """What moves an attempt from one `Release` to the next (see `ChoiceAttempt._transition`)."""
+
+    CALL = enum.auto()  # a call started, or an invalid one ended
+    COMMIT = enum.auto()  # a valid call that stands: the attempt will not be asked again
+    SETTLE = enum.auto()  # the attempt is over
+
+
+class ChoiceAttempt:
+    """One choice's attempt: `ask`, why it was asked for; `tentative`, it may be rejected and
+    asked again; `check_grounding`, its calls' values are checked (see `grounding`)."""
+
+    def __init__(
+        self,
+        rules: CallRules,
+        reply: ChoiceReply,
+        parser: StreamParser,
+        ask: Ask,
+        *,
+        tentative: bool,
+        check_grounding: bool,
+    ) -> None:
+        self._rules = rules
+        self._reply = reply
+        self._parser: StreamParser | None = parser
+        self._ask = ask
+        if ask is Ask.CONTINUATION:
+            self._mode = Release.TO_THE_END
+        elif ask is not Ask.FIRST or rules.choice.mode == "required":
+            self._mode = Release.HELD
+        else:
+            self._mode = Release.UNTIL_CALL if tentative else Release.LIVE
+        self._committed = False  # a valid call made the attempt stand
+        self._held: list[Held] = []
+        self._continued: set[tuple[str, str]] = set()  # the continuation's calls so far
+        self._on_wire: dict[int, WireCall] = {}  # parser index -> its call on the wire
+        self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
+        self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
+        self._spread_index = 0  # the index of the last call made by spreading a list
+        self.findings = Findings()
+        self._checks_grounding = rules.grounding is not None and (
+            ask is Ask.CONTINUATION or (check_grounding and tentative)
+        )
+        if not tentative:
+            parser.stop_keeping_calls()  # never written back: see `parse_result`
+
+    # -- the attempt's state --------------------------------------------------------------------
+
+    @property
+    def _holding(self) -> bool:
+        return self._mode is Release.HELD or self._mode is Release.TO_THE_END
+
+    @property
+    def _continuation(self) -> bool:
+        return self._ask is Ask.CONTINUATION
+
+    @property
+    def _drop_text(self) -> bool:
+        """A retry adds calls only: its text counts only while it made no valid call (then
+        the model answered instead); a continuation adds no text at all."""
+        return self._continuation or (self._ask is not Ask.FIRST and self._committed)
+
+    def _transition(self, trigger: Trigger) -> list[Delta]:
+        """The one place the attempt's `Release` changes; what it releases on the way."""
+        release = self._mode
+        if trigger is Trigger.CALL:
+            if release is Release.UNTIL_CALL:
+                self._mode = Release.HELD
+            return []
+        if trigger is Trigger.SETTLE:
+            self._mode = Release.LIVE
+            return []
+        # COMMIT: this attempt stays, whatever follows.
+        self._committed = True
+        if self._parser is not None:
+            self._parser.stop_keeping_calls()  # it can no longer be rejected and written back
+        if release is Release.UNTIL_CALL:
+            self._mode = Release.LIVE
+        elif release is Release.HELD:
+            held, self._held = self._held, []
+            self._mode = Release.LIVE
+            return self._reply.release_all(held, self._on_wire, self._drop_text)
+        return []  # LIVE; or TO_THE_END: a continuation goes out when it ends
+
+    @property
+    def continuable(self) -> bool:
+        """The kept attempt made valid calls and calls that could not be used: the model
+        may be asked for those again (once; never when only one call is allowed)."""
+        reply = self._reply
+        return (
+            reply.valid_calls > 0
+            and bool(self.findings.errors)
+            and reply.made_calls_kept
+            and not reply.native_tool_calls
+            and not self._rules.single_call
+            and not self._continuation
+        )
+
+    # -- what comes in --------------------------------------------------------------------------
+
+    def text(self, text: str) -> list[Delta]:
+        assert self._parser is not None
+        return self._take(self._parser.feed(text)) if text else []
+
+    def upstream_reasoning(self, text: str) -> list[Delta]:
+        """Reasoning the server already separated (`reasoning_content`): never parsed."""
+        return self._take([ReasoningDelta(text)]) if text else []
+
+    def upstream_tool_calls(self, deltas: list[Delta]) -> list[Delta]:
+        """Calls the server parsed itself pass through as they are (and commit the attempt)."""
+        if not deltas:
+            return []
+        out = self._transition(Trigger.COMMIT)
+        for entry in deltas:
+            self._reply.merge_native(entry)
+        return [*out, {"tool_calls": deltas}]
+
+    def close(self) -> list[Delta]:
+        """The parser's last events (the attempt is settled by `settle`)."""
+        assert self._parser is not None
+        return self._take(self._parser.close())
+
+    def parse_result(self) -> ParseResult:
+        """What the parser read (after `close`), to write a rejected attempt back; only for an
+        attempt that was tentative and made no call it kept."""
+        assert self._parser is not None
+        return self._parser.result()
+
+    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[Delta]:
+        """The attempt is over: drop what was held if it is rejected (asked again in its
+        place), else release it. `repeated(text)` says whether an earlier attempt already
+        wrote `text`."""
+        held, self._held = self._held, []
+        self._transition(Trigger.SETTLE)
+        parser, self._parser = self._parser, None
+        if rejected:
+            return []
+        after_end = parser.after_end if parser is not None else None
+        if after_end:
+            self._reply.after_end.append(after_end)
+        if self._ask is not Ask.FIRST and self.findings.valid == 0:
+            text = "".join(e.text for e in held if isinstance(e, TextDelta))
+            if text and repeated(text):
+                held = [e for e in held if not isinstance(e, TextDelta)]
+        return (
+            self._reply.release_all(held, self._on_wire, self._drop_text)
+            + self._reply.release_answer()
+        )
+
+    # -- events -> deltas ----------------------------------------------------------------------
+
+    def _take(self, events: list[Event]) -> list[Delta]:
+        out: list[Delta] = []
+        findings = self.findings
+        for event in events:
+            spread: list[Event] = _NO_EVENTS
+            if isinstance(event, TextDelta):
+                findings.saw_text(event.text)
+            if isinstance(event, ToolCallStart):
+                refusal = self._refusal(event.name)
+                if refusal is not None:
+                    self._refused[event.index] = refusal
+                    continue
+                unbound = self._unbound_problem(event.name)
+                if unbound is not None:
+                    self._unbound[event.index] = unbound  # invalid; never goes on the wire
+                    continue
+                self._transition(Trigger.CALL)
+            elif isinstance(event, ToolCallArgsDelta) and (
+                event.index in self._refused or event.index in self._unbound
+            ):
+                continue
+            elif isinstance(event, ToolCallEnd):
+                refusal = self._refused.pop(event.index, None)
+                if refusal is not None:
+                    self._drop(event.call, refusal)
+                    continue
+                event, spread = self._checked(event)
+                if self._continuation:
+                    extra = self._not_wanted(event.call)
+                    if extra is not None:
+                        self._unhold(event.index)
+                        self._drop(event.call, extra)
+                        if spread:  # the list's other items are calls of their own
+                            out += self._take(spread)
+                        continue
+                if isinstance(event.call, ToolCall):
+                    findings.valid += 1
+                    # Once the attempt is committed (and out), it can no longer be asked again;
+                    # a continuation is never asked again.
+                    checked = self._holding and not self._continuation
+                    ungrounded = self._ungrounded(event.call) if checked else ""
+                    if ungrounded:
+                        findings.ungrounded.append(ungrounded)
+                else:
+                    findings.errors.append(event.call.error)
+                    name = event.call.name
+                    toolbox = self._rules.toolbox
+                    if name is not None and toolbox.is_bound(name):
+                        findings.invalid_tools.append(toolbox.canonical_name(name))
+                    self._transition(Trigger.CALL)
+            if self._holding:
+                if not isinstance(event, ToolCallArgsDelta):
+                    # A held call's arguments go out whole at its release, from its end:
+                    # holding its pieces would keep a second copy of them.
+                    self._held.append(event)
+            else:
+                out += self._reply.release(event, self._on_wire, self._drop_text)
+            valid_end = isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall)
+            if valid_end and not findings.ungrounded:
+                # After an ungrounded call the attempt stays held: it is asked again.
+                out += self._transition(Trigger.COMMIT)
+            if spread:  # the calls a list was spread over come right after the first
+                out += self._take(spread)
+        return out
+
+    def _refusal(self, name: str | None) -> str | None:
+        """Why the request rules out a call to `name`, if it does."""
+        if name is None:
+            return None  # an unreadable call is invalid, not refused
+        choice = self._rules.choice
+        if choice.mode == "none":
+            return "no tool may be called in this request (no tools, or tool_choice='none')"
+        if choice.name is not None and name != choice.name:
+            return f"tool_choice requires a call to {choice.name}, not {name}"
+        if self._rules.single_call and self._reply.valid_calls + self.findings.valid >= 1:
+            return ONE_CALL_ONLY
+        return None
+
+    def _unbound_problem(self, name: str | None) -> str | None:
+        toolbox = self._rules.toolbox
+        if name is None or not toolbox or toolbox.is_bound(name):
+            return None
+        return toolbox.argument_problem(name, {})
+
+    def _checked(self, event: ToolCallEnd) -> tuple[ToolCallEnd, list[Event]]:
+        """The call as the policy sees it: one naming no bound tool, or whose arguments do not
+        fit its tool's schema, is invalid with that reason (and so asked again), unless a
+        documented fit (`argument_fit`) makes it valid. A fit that spreads a list over several
+        calls gives the first and the events of the others; only a call still held (nothing of
+        it on the wire) is fitted, so what was streamed is never rewritten. A call after the
+        attempt was committed can no longer be asked again: one that copies a number from its
+        tool's description is made up, and invalid."""
+        call = event.call
+        problem = self._unbound.pop(event.index, None)
+        if not isinstance(call, ToolCall):
+            return event, []
+        if problem is not None:
+            return _invalid(event.index, call, problem), []
+        toolbox = self._rules.toolbox
+        problem = toolbox.argument_problem(call.name, call.arguments)
+        if problem is None:
+            copied = [] if self._holding and not self._continuation else self._copied_numbers(call)
+            if not copied:
+                return event, []
+            self.findings.copied.setdefault(call.name, []).extend(copied)
+            reason = copied_from_description(call, copied)
+            self.findings.copy_errors.append(reason)
+            return _invalid(event.index, call, reason), []
+        held = self._holding and event.index not in self._on_wire
+        fitted = (
+            fit_arguments(
+                call.name,
+                toolbox.parameters(call.name),
+                call.arguments,
+                strict=toolbox.function(call.name).get("strict") is True,
+            )
+            if held
+            else None
+        )
+        if fitted is None:
+            return _invalid(event.index, call, problem), []
+        first, *others = fitted
+        spread: list[Event] = []
+        for arguments in others:
+            self._spread_index -= 1  # below every parser index
+            extra = ToolCall(new_call_id(), call.name, arguments)
+            spread += [
+                ToolCallStart(self._spread_index, extra.id, call.name),
+                ToolCallArgsDelta(self._spread_index, canonical(arguments)),
+                ToolCallEnd(self._spread_index, extra),
+            ]
+        return ToolCallEnd(event.index, ToolCall(call.id, call.name, first)), spread
+
+    def _ungrounded(self, call: ToolCall) -> str:
+        """Why the call is not grounded, for the model to read ("" when it is grounded)."""
+        grounding = self._rules.grounding
+        if not self._checks_grounding or grounding is None:
+            return ""
+        copied = self._copied_numbers(call)
+        if copied:
+            self.findings.copied.setdefault(call.name, []).extend(copied)
+            return copied_from_description(call, copied)
+        if not self._rules.ask_unsaid or self._after_live_text():
+            return ""
+        if call_key(call.name, call.arguments) in self._rules.answered:
+            return called_again(call)
+        function = self._rules.toolbox.function(call.name)
+        values = grounding.ungrounded(call.arguments, function)
+        if not values:
+            return ""
+        self.findings.unsaid += values
+        return nobody_said(call, values)
+
+    def _after_live_text(self) -> bool:
+        """The call follows words of a first attempt, which went out as they came (a plain
+        attempt streams until its first call): a retry's answer would be written on after
+        them ("So the answer is:" + "Hello! How can I help?"), so values nobody said are not
+        asked about there; that check is for replies that are nothing but a made-up call."""
+        return self._ask is Ask.FIRST and bool(self.findings.text_preview.strip())
+
+    def _copied_numbers(self, call: ToolCall) -> list[str]:
+        grounding = self._rules.grounding
+        if not self._checks_grounding or grounding is None:
+            return []
+        return grounding.copied(call.arguments, self._rules.toolbox.function(call.name))
+
+    def _not_wanted(self, call: ToolCall | InvalidToolCall) -> str | None:
+        """Why a continuation's call is not added: the reply made it already, or nobody said
+        its values (a continuation asked for calls the request does not need makes some up)."""
+        if not isinstance(call, ToolCall):
+            return None
+        made = (call.name, canonical(call.arguments))
+        if made in self._continued or any(
+            (earlier.name, earlier.arguments) == made for earlier in self._reply.made_calls()
+        ):
+            return "the reply already made this call"
+        grounding = self._rules.grounding
+        function = self._rules.toolbox.function(call.name)
+        unsaid = grounding.ungrounded(call.arguments, function) if grounding else []
+        if unsaid:
+            return f"nobody in this conversation said {', '.join(map(shortened, unsaid))}"
+        self._continued.add(made)
+        return None
+
+    def _unhold(self, index: int) -> None:
+        """Take a held call's events back (it is dropped after all)."""
+        self._held = [
+            e for e in self._held if not (isinstance(e, ToolCallStart) and e.index == index)
+        ]
+
+    def _drop(self, call: ToolCall | InvalidToolCall, reason: str) -> None:
+        arguments = (
+            json.dumps(call.arguments, ensure_ascii=False)
+            if isinstance(call, ToolCall)
+            else call.arguments
+        )
+        dropped = {"id": call.id, "name": call.name, "arguments": arguments, "reason": reason}
+        if self._holding:
+            # Dropped calls of a rejected attempt go with it: keep them with the held events.
+            self._held.append(DroppedNote(dropped))
+        else:
+            self._reply.dropped_tool_calls.append(dropped)
+
+
+def _invalid(index: int, call: ToolCall, problem: str) -> ToolCallEnd:
+    raw = json.dumps(call.arguments, ensure_ascii=False)
+    return ToolCallEnd(index, InvalidToolCall(call.id, call.name, raw, problem))
+
+
+class UpstreamAttempt:
+    """`ask`: why the request was sent; `tentative` and `check_grounding`: see `ChoiceAttempt`."""
+
+    def __init__(
+        self,
+        prepared: PreparedRequest,
+        replies: dict[int, ChoiceReply],
+        ask: Ask,
+        *,
+        tentative: bool,
+        check_grounding: bool,
+    ) -> None:
+        self.ask = ask
+        self._prepared = prepared
+        self._replies = replies
+        self._tentative = tentative
+        self._check_grounding = check_grounding
+        self.choices: dict[int, ChoiceAttempt] = {}
+        self._cutters: dict[int, StopCutter] = {}
+        self.finish: dict[int, str] = {}  # choice -> its finish reason, once it ended
+        self.stopped_at: dict[int, str] = {}  # choice -> the caller's stop sequence it ended at
+        self._stopped = 0  # choices that reached a stop sequence
+
+    @property
+    def cut_off(self) -> bool:
+        """Every choice reached a stop sequence: nothing more the upstream sends counts."""
+        return self._stopped > 0 and self._stopped == len(self._cutters)
+
+    @property
+    def ended(self) -> bool:
+        """Every choice of the reply ended with a finish reason."""
+        return bool(self._replies) and set(self.finish) == set(self._replies)
+
+    def take(
+        self, index: int, part: Mapping[str, Any], calls: list[Delta], choice: Mapping[str, Any]
+    ) -> list[Delta]:
+        """One choice's piece of a reply (a chunk's delta or a whole message), as deltas."""
+        attempt = self._choice(index)
+        cutter = self._cutters[index]
+        deltas = attempt.upstream_reasoning(_reasoning_of(part))
+        deltas += attempt.upstream_tool_calls(calls)
+        content = part.get("content")
+        if isinstance(content, str) and content and not cutter.stopped:
+            deltas += attempt.text(cutter.feed(content))
+            if cutter.stopped:
+                self._stopped += 1
+        finish = choice.get("finish_reason")
+        caller_stops = self._prepared.caller_stops
+        if cutter.stopped:
+            finish = "stop"  # as a server reports a stop sequence
+            if cutter.sequence in caller_stops:
+                self.stopped_at[index] = cutter.sequence
+        elif finish == "stop":
+            reported = choice.get("stop_reason", choice.get("matched_stop"))
+            if isinstance(reported, str) and reported in caller_stops:
+                self.stopped_at[index] = reported
+        if finish is not None:
+            if index not in self.finish:
+                deltas += attempt.text(cutter.close())
+            self.finish[index] = finish
+        return deltas
+
+    @property
+    def calls_in_text(self) -> bool:
+        """Whether any choice wrote calls in its text (valid or not)."""
+        return any(a.findings.valid or a.findings.errors for a in self.choices.values())
+
+    def close(self) -> list[tuple[int, Delta]]:
+        """Close every choice's attempt: the parsers' last events."""
+        return [
+            (index, delta)
+            for index, attempt in sorted(self.choices.items())
+            for delta in attempt.close()
+        ]
+
+    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[tuple[int, Delta]]:
+        """Settle what was held: dropped when the attempt is `rejected` (asked again in its
+        place), else released. `repeated(text)`: whether a rejected attempt already wrote
+        `text`."""
+        return [
+            (index, delta)
+            for index, attempt in sorted(self.choices.items())
+            for delta in attempt.settle(rejected, repeated)
+        ]
+
+    def _choice(self, index: int) -> ChoiceAttempt:
+        attempt = self.choices.get(index)
+        if attempt is not None:
+            return attempt
+        prepared = self._prepared
+        reply = self._replies.get(index)
+        if reply is None:
+            reply = self._replies[index] = ChoiceReply(
+                prepared.rules, aggregate=prepared.aggregate, json_answer=prepared.json_answer
+            )
+        self._cutters[index] = StopCutter(prepared.stops)
+        parser = prepared.fmt.stream_parser(
+            prepared.toolbox,
+            "auto" if prepared.parse_calls else "none",
+            untrusted=prepared.quoted,
+        )
+        attempt = self.choices[index] = ChoiceAttempt(
+            prepared.rules,
+            reply,
+            parser,
+            self.ask,
+            tentative=self._tentative,
+            check_grounding=self._check_grounding,
+        )
+        return attempt
+
+
+def _reasoning_of(part: Mapping[str, Any]) -> str:
+    """Reasoning a server separated itself: DeepSeek's `reasoning_content`, or `reasoning`."""
+    for name in ("reasoning_content", "reasoning"):
+        value = part.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""

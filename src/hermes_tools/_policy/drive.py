@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol
 
 from hermes_tools._constrain.servers import probe_passed
-from hermes_tools._policy.envelope import Chunk
-from hermes_tools._policy.native import refuses_tools
+from hermes_tools._policy.endpoint import refuses_tools
+from hermes_tools._policy.reply import Chunk
 from hermes_tools._policy.session import ReplySession
 
 # The longest an async stream runs without letting other tasks on the loop run. A fast

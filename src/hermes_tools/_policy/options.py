@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
-from hermes_tools._policy.native import NATIVE_TOOLS_MODES
 from hermes_tools.errors import FormatOptionError
 
 # The window assumed where neither the caller nor the server says: what Ollama and many small
@@ -29,6 +28,8 @@ from hermes_tools.errors import FormatOptionError
 DEFAULT_CONTEXT_WINDOW = 8192
 # The share of the window the tools' text may take under tool_budget="auto".
 AUTO_BUDGET_SHARE = 1 / 20
+
+NATIVE_TOOLS_MODES = ("never", "auto", "always")
 
 ToolBudget = Literal["auto"] | int | None
 

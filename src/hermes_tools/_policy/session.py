@@ -4,15 +4,16 @@ The session rewrites the request for a model without tools (`request()`: plain m
 tools in the system prompt), turns what the model sends back into native-shaped output, and
 decides whether to ask again. It speaks the OpenAI wire shape on both sides, as plain dicts:
 `chunk()` takes a `chat.completion.chunk`, `completion()` a `chat.completion`, and out come
-chunks and a completion with `tool_calls`. It does no I/O: a transport (the `openai` SDK
-over HTTP, a LangChain or LlamaIndex model in the same process, the proxy's raw stream)
-moves text in and out and maps shapes, and `drive` holds the loop they share.
+chunks and a completion with `tool_calls`. It does no I/O: `flow()` is the whole exchange as
+a generator that yields what it needs done (the window asked, a probe, a request sent, a
+stream opened and read) and takes the answers; a sync and an async driver (`drive`) run it
+over a transport (the `openai` SDK over HTTP, a LangChain or LlamaIndex model in the same
+process, the proxy's upstream).
 
-Its parts live as long as what they hold: the request read once (`prepared`), what the model
-is shown (`shown_tools`), how the endpoint is used (`endpoint_use`), what the reply has left to
-ask again with (`asking_again`, over the one function choosing the next ask: `next_ask`, with
-the policy's table), one `UpstreamAttempt` per request sent, each choice's reply over all
-attempts (`reply`), and what the reply says of itself (`envelope`).
+Its parts live as long as what they hold: the request read once and what the model is shown
+(`request`), how the endpoint is used (`endpoint`), one `UpstreamAttempt` per request sent
+(`attempt`), each choice's reply over all attempts and what the reply says of itself (`reply`).
+The session alone owns what was replied, and decides after each attempt what to ask next.
 
 Reply policy: a reply whose calls are all unusable, or that lacks the call the request
 requires, is asked again up to `repair_attempts` times, for single-choice requests; a rejected
@@ -23,24 +24,270 @@ continued: shown the valid ones, the model is asked for the calls the request st
 `response_format` asking for JSON is not sent: the prompt asks for bare JSON, and the answer is
 read back. Stop sequences (the caller's, and those that cut a made-up tool result) are applied
 here too, so a model that takes none stops where a server would have stopped it.
+
+What to ask next, once an attempt has ended, is two pure functions. `repair_reason` says what
+was wrong with the attempt, in the words the model is shown (None: nothing to ask about).
+`next_ask` chooses, from that reason, what the attempt showed and what is left of the budget,
+the one next step:
+
+| the attempt                                           | next ask      | spends  |
+| ----------------------------------------------------- | ------------- | ------- |
+| nothing to ask about                                  | none: done    |         |
+| kept valid calls beside unusable ones                 | CONTINUATION  | repair  |
+|   ... no repair left                                  | none: done    |         |
+| answers "nobody said that" with other made-up values  | REPAIR        | guess   |
+| answers "nobody said that" with the same values       | none: done    |         |
+| copied its tool's example (and made up nothing else), | AFRESH        |         |
+|   and the model still sees the example                |               |         |
+| anything else to ask about, a repair left             | REPAIR        | repair  |
+| anything else to ask about, no repair left            | none: done    |         |
+
+A model shown its own copy writes it again, so a copied example is asked afresh with the
+example out of sight, and that does not use up a repair. A model asked about values nobody said
+that answers with other such values is guessing: it is asked once more, beyond the repairs, to
+answer without a call; the same call again stands (a model that insists may know the value).
+`AskingAgain` spends the budget and readies what the next request shows: the tools as they
+must be seen now, and the turns after the conversation (the rejected attempt and why, or, for
+a continuation, the calls so far).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from hermes_tools._json_text.lexer import canonical
 from hermes_tools._policy.answer_shape import check_chunk, check_completion
-from hermes_tools._policy.asking_again import AskingAgain
-from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings
-from hermes_tools._policy.endpoint_use import EndpointUse
-from hermes_tools._policy.envelope import Chunk, ReplyEnvelope
+from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings, UpstreamAttempt
+from hermes_tools._policy.endpoint import EndpointUse
 from hermes_tools._policy.options import ReplyOptions
-from hermes_tools._policy.prepared import prepare
-from hermes_tools._policy.reply import ChoiceReply, Delta
-from hermes_tools._policy.shown_tools import ShownTools
+from hermes_tools._policy.reply import ChoiceReply, Chunk, Delta, MadeCall, ReplyEnvelope
+from hermes_tools._policy.request import PreparedRequest, ShownTools, prepare
+from hermes_tools._render import sentences
+from hermes_tools._render.prompt import ToolChoice
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
+from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptOutcome:
+    """What the session knows when an attempt ends, for choosing the next ask."""
+
+    reason: str | None  # see `repair_reason`
+    continuable: bool  # kept valid calls beside unusable ones
+    repairs_left: int
+    answers_a_guess_ask: bool  # the attempt answers "nobody said that" (a guess ask is left)
+    ungrounded: bool  # it made calls of values nobody said, or copied
+    unsaid: frozenset[str]  # the values its calls used that nobody said
+    asked_about: frozenset[str]  # the values the repair it answers asked about
+    copied: bool  # its calls copied examples from their tools' descriptions
+    hiding_copies_is_news: bool  # taking those examples out changes what the model sees
+
+
+@dataclass(frozen=True, slots=True)
+class NextAsk:
+    ask: Ask | None  # None: the reply is over
+    reason: str = ""
+    spends_repair: bool = False
+    spends_guess: bool = False
+
+
+DONE = NextAsk(None)
+
+
+def next_ask(outcome: AttemptOutcome) -> NextAsk:
+    """The next step after an attempt (see the module's table)."""
+    reason = outcome.reason
+    if reason is None:
+        return DONE
+    if outcome.continuable:
+        if outcome.repairs_left == 0:
+            return DONE
+        return NextAsk(Ask.CONTINUATION, reason, spends_repair=True)
+    if outcome.answers_a_guess_ask and outcome.ungrounded:
+        guessed_again = bool(outcome.unsaid) and outcome.unsaid != outcome.asked_about
+        if not guessed_again:
+            return DONE
+        return NextAsk(Ask.REPAIR, f"{reason} {sentences.NO_MORE_GUESSES}", spends_guess=True)
+    if outcome.copied and not outcome.unsaid and outcome.hiding_copies_is_news:
+        return NextAsk(Ask.AFRESH, reason)
+    if outcome.repairs_left > 0:
+        return NextAsk(Ask.REPAIR, reason, spends_repair=True)
+    return DONE
+
+
+def repair_reason(
+    findings: Findings,
+    *,
+    continuable: bool,
+    has_calls: bool,
+    choice: ToolChoice,
+    form: str,
+    finish: str | None,
+) -> str | None:
+    """What was wrong with a single choice's attempt, for the model to read; None when nothing
+    is (the reply stands). `has_calls`: the reply holds calls (this attempt's or earlier);
+    `form`: how a call is written; `finish`: the attempt's finish reason."""
+    if continuable:
+        # A copy is not quoted back: shown its copy, a model writes it again.
+        copies = set(findings.copy_errors)
+        reasons = [e.rstrip(".") for e in dict.fromkeys(findings.errors) if e not in copies]
+        return sentences.some_calls_unusable(reasons, len(findings.errors), form)
+    if has_calls:
+        return None
+    if findings.valid:
+        if not findings.ungrounded:
+            return None
+        return " ".join(dict.fromkeys(findings.ungrounded))
+    if choice.name is not None:
+        return sentences.named_call_required(choice.name, form)
+    if findings.errors:
+        return sentences.call_unusable("; ".join(dict.fromkeys(findings.errors)), form)
+    if choice.mode == "required":
+        return sentences.call_required(form)
+    if not findings.text_preview.strip() and finish != "length":
+        # Typically a made-up tool result cut by the stop sequence, with nothing before it.
+        return sentences.empty_reply(form)
+    return None
+
+
+class AskingAgain:
+    """`replies`: each choice's reply, shared with the attempts that release into it."""
+
+    def __init__(
+        self, prepared: PreparedRequest, shown: ShownTools, replies: dict[int, ChoiceReply]
+    ) -> None:
+        self._prepared = prepared
+        self._shown = shown
+        self._replies = replies
+        can_repair = prepared.can_repair
+        self._repairs_left = prepared.options.repair_attempts if can_repair else 0
+        asks_guesses = prepared.grounding is not None and prepared.rules.ask_unsaid and can_repair
+        self._guess_asks_left = 1 if asks_guesses else 0
+        self._unsaid_asked_about: list[str] | None = None  # by the last repair, if grounding
+        self.turns: list[dict[str, Any]] = []  # sent after the conversation
+        self.repairs: list[dict[str, str]] = []  # the `repairs` extension field
+        self._rejected_text: list[str] = []  # rejected attempts' text, stripped
+        self.attempts = 0  # upstream attempts made
+
+    def next_attempt(self, ask: Ask, *, counted: bool = True) -> UpstreamAttempt:
+        """The next attempt, asked for `ask`; not `counted` when it sends again a request that
+        failed before it was answered."""
+        self.attempts += counted
+        guess_check = self._answers_a_guess_ask
+        return UpstreamAttempt(
+            self._prepared,
+            self._replies,
+            ask,
+            tentative=ask is not Ask.CONTINUATION and (self._repairs_left > 0 or guess_check),
+            # The answer to "you made that value up" is checked only to see whether it
+            # guesses again; the request asked afresh is checked as the first was.
+            check_grounding=ask in (Ask.FIRST, Ask.AFRESH) or guess_check,
+        )
+
+    def repeated(self, text: str) -> bool:
+        """Whether a rejected attempt already wrote `text`."""
+        return any(earlier.startswith(text.strip()) for earlier in self._rejected_text)
+
+    @property
+    def _answers_a_guess_ask(self) -> bool:
+        """The attempt under way answers "nobody said that", and another guess would be asked
+        about."""
+        return self._guess_asks_left > 0 and self._unsaid_asked_about is not None
+
+    def decide(self, attempt: UpstreamAttempt) -> NextAsk:
+        """The step after `attempt` (closed, not yet settled); when it asks again, what the
+        next request shows is ready."""
+        prepared = self._prepared
+        choice = attempt.choices.get(0)
+        if len(self._replies) != 1 or choice is None or prepared.choice.mode == "none":
+            return DONE
+        findings = choice.findings
+        continuable = choice.continuable
+        reason = repair_reason(
+            findings,
+            continuable=continuable,
+            has_calls=self._replies[0].has_calls,
+            choice=prepared.choice,
+            form=prepared.form,
+            finish=attempt.finish.get(0),
+        )
+        step = next_ask(
+            AttemptOutcome(
+                reason=reason,
+                continuable=continuable,
+                repairs_left=self._repairs_left,
+                answers_a_guess_ask=self._answers_a_guess_ask,
+                ungrounded=bool(findings.ungrounded),
+                unsaid=frozenset(findings.unsaid),
+                asked_about=frozenset(self._unsaid_asked_about or ()),
+                copied=bool(findings.copied),
+                hiding_copies_is_news=bool(findings.copied)
+                and self._shown.hiding_is_news(findings.copied),
+            )
+        )
+        if step.ask is not None:
+            self._prepare_next(step, attempt)
+        return step
+
+    def _prepare_next(self, step: NextAsk, attempt: UpstreamAttempt) -> None:
+        choice = attempt.choices[0]
+        findings = choice.findings
+        self._repairs_left -= step.spends_repair
+        self._guess_asks_left -= step.spends_guess
+        if step.ask is Ask.AFRESH:
+            # The request again as it was (the rendered tools aside): it does not use up a
+            # repair (it happens once per example), so a required call can still be asked for.
+            self._shown.hide_examples(findings.copied)
+            rejected = choice.parse_result()
+            self.repairs.append({"reply": self._rejected(rejected), "reason": step.reason})
+            self._rejected_text.append(rejected.content.strip())
+            self.turns = []
+            return
+        if step.ask is Ask.CONTINUATION:
+            self._unsaid_asked_about = None
+            self._shown.show_in_full(findings.invalid_tools)
+            if findings.copied:
+                self._shown.hide_examples(findings.copied)
+            written = self._written_back("", self._replies[0].made_calls())
+        else:
+            self._unsaid_asked_about = list(findings.unsaid) if findings.unsaid else None
+            self._shown.show_in_full(findings.invalid_tools)
+            rejected = choice.parse_result()
+            self._rejected_text.append(rejected.content.strip())
+            written = self._rejected(rejected)
+        self.turns += [
+            {"role": "assistant", "content": written},
+            {"role": "user", "content": step.reason},
+        ]
+        self.repairs.append({"reply": written, "reason": step.reason})
+
+    def _rejected(self, attempt: ParseResult) -> str:
+        """A rejected attempt: its text, and its calls as it wrote them."""
+        calls = [MadeCall(c.id, c.name, canonical(c.arguments)) for c in attempt.tool_calls]
+        calls += [MadeCall(c.id, c.name or "", c.arguments) for c in attempt.invalid_tool_calls]
+        return self._written_back(attempt.content, calls)
+
+    def _written_back(self, content: str, written: list[MadeCall]) -> str:
+        """An attempt as the next request shows it to the model: written back as history is
+        (its text, and its calls as it wrote them), so no copy of the raw reply is kept while
+        it streams."""
+        calls = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in written
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
+        (rendered,) = self._prepared.fmt.render_messages([message])
+        return str(rendered["content"])
+
 
 DEFAULT_OPTIONS = ReplyOptions()
 
@@ -204,7 +451,11 @@ class ReplySession:
     def _end_attempt(self) -> tuple[list[tuple[int, Delta]], bool]:
         """End the attempt under way; start the next one if the policy asks again."""
         attempt = self._attempt
-        out, step = attempt.end(self._asking.decide, self._asking.repeated)
+        out = attempt.close()
+        step = self._asking.decide(attempt)
+        # A continued attempt is kept: the continuation adds to it.
+        rejected = step.ask is not None and step.ask is not Ask.CONTINUATION
+        out += attempt.settle(rejected, self._asking.repeated)
         if self.endpoint_use.native:
             native_calls = any(reply.native_tool_calls for reply in self._replies.values())
             self.endpoint_use.native_attempt_ended(native_calls, attempt.calls_in_text)

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import openai
 
-from hermes_tools._policy.listed_models import model_ids
+from hermes_tools._policy.endpoint import model_ids
 
 _OPENAI_HOST = "api.openai.com"
 _PLACEHOLDER_KEYS = ("not-needed", "none", "no-key", "", "sk-no-key")

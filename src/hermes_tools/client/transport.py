@@ -12,7 +12,7 @@ from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, S
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._constrain.servers import EXTRA_FIELDS
-from hermes_tools._policy.context_window import Answer, WindowQuestion, aask, ask
+from hermes_tools._policy.endpoint import Answer, WindowQuestion, aask, ask
 from hermes_tools.client.diagnosis import explained
 from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
 

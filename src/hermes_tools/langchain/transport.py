@@ -20,7 +20,7 @@ from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 
-from hermes_tools._policy.context_window import window_size
+from hermes_tools._policy.endpoint import window_size
 from hermes_tools._policy.request import NOT_KEYWORDS, stop_sequences
 from hermes_tools.langchain.errors import HermesInnerModelError
 

@@ -26,7 +26,7 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.llms import LLM
 
-from hermes_tools._policy.context_window import window_size
+from hermes_tools._policy.endpoint import window_size
 from hermes_tools._policy.request import NOT_KEYWORDS
 from hermes_tools.errors import InnerModelError
 

@@ -16,9 +16,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from hermes_tools._constrain.servers import CONSTRAIN_MODES
-from hermes_tools._policy.listed_models import model_ids
-from hermes_tools._policy.native import NATIVE_TOOLS_MODES
-from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, flag_help, option_flag
+from hermes_tools._policy.endpoint import model_ids
+from hermes_tools._policy.options import (
+    NATIVE_TOOLS_MODES,
+    REPLY_OPTIONS,
+    ReplyOptions,
+    flag_help,
+    option_flag,
+)
 from hermes_tools._render.prompt import SYNTAXES
 from hermes_tools._signals import UpstreamCut
 from hermes_tools.errors import ServeConfigError

@@ -21,8 +21,7 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from hermes_tools._policy.context_window import Answer, WindowQuestion, aask
-from hermes_tools._policy.listed_models import model_ids
+from hermes_tools._policy.endpoint import Answer, WindowQuestion, aask, model_ids
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError, UpstreamEventError
