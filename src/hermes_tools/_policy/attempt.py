@@ -40,7 +40,6 @@ from typing import Any
 from hermes_tools._json_text.lexer import canonical
 from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._policy.reply import (
-    ONE_CALL_ONLY,
     ChoiceReply,
     Delta,
     DroppedNote,
@@ -48,14 +47,7 @@ from hermes_tools._policy.reply import (
     WireCall,
 )
 from hermes_tools._policy.request import CallRules, PreparedRequest
-from hermes_tools._render.sentences import (
-    called_again,
-    copied_from_description,
-    nobody_said,
-    shortened,
-)
-from hermes_tools._tools.argument_fit import fit_arguments
-from hermes_tools._tools.repeats import call_key
+from hermes_tools._policy.verdict import Action, Opening, Standing, at_start, judge
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -144,9 +136,6 @@ class StopCutter:
         return len(window)
 
 
-_NO_EVENTS: list[Event] = []  # never appended to: the per-event default needs no allocation
-
-
 class Release(enum.Enum):
     """When an attempt's events go out."""
 
@@ -157,11 +146,37 @@ class Release(enum.Enum):
 
 
 class Trigger(enum.Enum):
-    """What moves an attempt from one `Release` to the next (see `ChoiceAttempt._transition`)."""
+    """What moves an attempt from one `Release` to the next."""
 
     CALL = enum.auto()  # a call started, or an invalid one ended
     COMMIT = enum.auto()  # a valid call that stands: the attempt will not be asked again
     SETTLE = enum.auto()  # the attempt is over
+
+
+# The release rules: (release, trigger) -> the release after it. Going from HELD to LIVE
+# releases what was held; a continuation goes out when it is settled, whatever it made.
+NEXT_RELEASE: dict[tuple[Release, Trigger], Release] = {
+    (Release.LIVE, Trigger.CALL): Release.LIVE,
+    (Release.UNTIL_CALL, Trigger.CALL): Release.HELD,
+    (Release.HELD, Trigger.CALL): Release.HELD,
+    (Release.TO_THE_END, Trigger.CALL): Release.TO_THE_END,
+    (Release.LIVE, Trigger.COMMIT): Release.LIVE,
+    (Release.UNTIL_CALL, Trigger.COMMIT): Release.LIVE,
+    (Release.HELD, Trigger.COMMIT): Release.LIVE,
+    (Release.TO_THE_END, Trigger.COMMIT): Release.TO_THE_END,
+    **{(release, Trigger.SETTLE): Release.LIVE for release in Release},
+}
+
+
+def first_release(ask: Ask, *, required: bool, tentative: bool) -> Release:
+    """How an attempt starts: a continuation held to its end; a retry, or a first attempt
+    that must make a call, held; a first attempt that may be asked again streams until its
+    first call; one that may not streams live."""
+    if ask is Ask.CONTINUATION:
+        return Release.TO_THE_END
+    if ask is not Ask.FIRST or required:
+        return Release.HELD
+    return Release.UNTIL_CALL if tentative else Release.LIVE
 
 
 class ChoiceAttempt:
@@ -182,19 +197,20 @@ class ChoiceAttempt:
         self._reply = reply
         self._parser: StreamParser | None = parser
         self._ask = ask
-        if ask is Ask.CONTINUATION:
-            self._mode = Release.TO_THE_END
-        elif ask is not Ask.FIRST or rules.choice.mode == "required":
-            self._mode = Release.HELD
-        else:
-            self._mode = Release.UNTIL_CALL if tentative else Release.LIVE
+        self._mode = first_release(
+            ask, required=rules.choice.mode == "required", tentative=tentative
+        )
         self._committed = False  # a valid call made the attempt stand
         self._held: list[Held] = []
-        self._continued: set[tuple[str, str]] = set()  # the continuation's calls so far
         self._on_wire: dict[int, WireCall] = {}  # parser index -> its call on the wire
-        self._refused: dict[int, str] = {}  # parser index -> why the request rules it out
-        self._unbound: dict[int, str] = {}  # parser index -> a call to a tool that is not bound
+        self._openings: dict[int, Opening] = {}  # parser index -> what its start decided
         self._spread_index = 0  # the index of the last call made by spreading a list
+        # What a continuation must not make again: the reply's calls, and its own so far.
+        self._made: set[tuple[str, str]] = (
+            {(c.name, c.arguments) for c in reply.made_calls()}
+            if ask is Ask.CONTINUATION
+            else set()
+        )
         self.findings = Findings()
         self._checks_grounding = rules.grounding is not None and (
             ask is Ask.CONTINUATION or (check_grounding and tentative)
@@ -219,26 +235,20 @@ class ChoiceAttempt:
         return self._continuation or (self._ask is not Ask.FIRST and self._committed)
 
     def _transition(self, trigger: Trigger) -> list[Delta]:
-        """The one place the attempt's `Release` changes; what it releases on the way."""
+        """The one place the attempt's `Release` changes (by `NEXT_RELEASE`); what it releases
+        on the way."""
         release = self._mode
-        if trigger is Trigger.CALL:
-            if release is Release.UNTIL_CALL:
-                self._mode = Release.HELD
+        self._mode = NEXT_RELEASE[release, trigger]
+        if trigger is not Trigger.COMMIT:
             return []
-        if trigger is Trigger.SETTLE:
-            self._mode = Release.LIVE
-            return []
-        # COMMIT: this attempt stays, whatever follows.
+        # This attempt stays, whatever follows: it can no longer be rejected and written back.
         self._committed = True
         if self._parser is not None:
-            self._parser.stop_keeping_calls()  # it can no longer be rejected and written back
-        if release is Release.UNTIL_CALL:
-            self._mode = Release.LIVE
-        elif release is Release.HELD:
+            self._parser.stop_keeping_calls()
+        if release is Release.HELD:
             held, self._held = self._held, []
-            self._mode = Release.LIVE
             return self._reply.release_all(held, self._on_wire, self._drop_text)
-        return []  # LIVE; or TO_THE_END: a continuation goes out when it ends
+        return []
 
     @property
     def continuable(self) -> bool:
@@ -307,189 +317,100 @@ class ChoiceAttempt:
 
     # -- events -> deltas ----------------------------------------------------------------------
 
+    def _standing(self, index: int) -> Standing:
+        """Where the attempt stands for the verdict on its call at parser `index`."""
+        return Standing(
+            rules=self._rules,
+            calls_made=self._reply.valid_calls + self.findings.valid,
+            askable=self._holding and not self._continuation,
+            continuation=self._continuation,
+            unsent=self._holding and index not in self._on_wire,
+            grounding=self._checks_grounding,
+            # A first attempt's words went out as they came (it streams until its first
+            # call): a retry's answer would be written on after them, so values nobody said
+            # are asked about only in replies that are nothing but a made-up call.
+            after_live_text=self._ask is Ask.FIRST and bool(self.findings.text_preview.strip()),
+            made=self._made,
+        )
+
     def _take(self, events: list[Event]) -> list[Delta]:
         out: list[Delta] = []
         findings = self.findings
         for event in events:
-            spread: list[Event] = _NO_EVENTS
             if isinstance(event, TextDelta):
                 findings.saw_text(event.text)
-            if isinstance(event, ToolCallStart):
-                refusal = self._refusal(event.name)
-                if refusal is not None:
-                    self._refused[event.index] = refusal
-                    continue
-                unbound = self._unbound_problem(event.name)
-                if unbound is not None:
-                    self._unbound[event.index] = unbound  # invalid; never goes on the wire
+            elif isinstance(event, ToolCallStart):
+                opening = at_start(event.name, self._standing(event.index))
+                if opening is not None:
+                    self._openings[event.index] = opening  # it never goes on the wire
                     continue
                 self._transition(Trigger.CALL)
-            elif isinstance(event, ToolCallArgsDelta) and (
-                event.index in self._refused or event.index in self._unbound
-            ):
+            elif isinstance(event, ToolCallArgsDelta) and event.index in self._openings:
                 continue
             elif isinstance(event, ToolCallEnd):
-                refusal = self._refused.pop(event.index, None)
-                if refusal is not None:
-                    self._drop(event.call, refusal)
-                    continue
-                event, spread = self._checked(event)
-                if self._continuation:
-                    extra = self._not_wanted(event.call)
-                    if extra is not None:
-                        self._unhold(event.index)
-                        self._drop(event.call, extra)
-                        if spread:  # the list's other items are calls of their own
-                            out += self._take(spread)
-                        continue
-                if isinstance(event.call, ToolCall):
-                    findings.valid += 1
-                    # Once the attempt is committed (and out), it can no longer be asked again;
-                    # a continuation is never asked again.
-                    checked = self._holding and not self._continuation
-                    ungrounded = self._ungrounded(event.call) if checked else ""
-                    if ungrounded:
-                        findings.ungrounded.append(ungrounded)
-                else:
-                    findings.errors.append(event.call.error)
-                    name = event.call.name
-                    toolbox = self._rules.toolbox
-                    if name is not None and toolbox.is_bound(name):
-                        findings.invalid_tools.append(toolbox.canonical_name(name))
-                    self._transition(Trigger.CALL)
-            if self._holding:
-                if not isinstance(event, ToolCallArgsDelta):
-                    # A held call's arguments go out whole at its release, from its end:
-                    # holding its pieces would keep a second copy of them.
-                    self._held.append(event)
-            else:
-                out += self._reply.release(event, self._on_wire, self._drop_text)
-            valid_end = isinstance(event, ToolCallEnd) and isinstance(event.call, ToolCall)
-            if valid_end and not findings.ungrounded:
-                # After an ungrounded call the attempt stays held: it is asked again.
-                out += self._transition(Trigger.COMMIT)
-            if spread:  # the calls a list was spread over come right after the first
-                out += self._take(spread)
+                out += self._ended(event)
+                continue
+            out += self._pass(event)
         return out
 
-    def _refusal(self, name: str | None) -> str | None:
-        """Why the request rules out a call to `name`, if it does."""
-        if name is None:
-            return None  # an unreadable call is invalid, not refused
-        choice = self._rules.choice
-        if choice.mode == "none":
-            return "no tool may be called in this request (no tools, or tool_choice='none')"
-        if choice.name is not None and name != choice.name:
-            return f"tool_choice requires a call to {choice.name}, not {name}"
-        if self._rules.single_call and self._reply.valid_calls + self.findings.valid >= 1:
-            return ONE_CALL_ONLY
-        return None
-
-    def _unbound_problem(self, name: str | None) -> str | None:
-        toolbox = self._rules.toolbox
-        if name is None or not toolbox or toolbox.is_bound(name):
-            return None
-        return toolbox.argument_problem(name, {})
-
-    def _checked(self, event: ToolCallEnd) -> tuple[ToolCallEnd, list[Event]]:
-        """The call as the policy sees it: one naming no bound tool, or whose arguments do not
-        fit its tool's schema, is invalid with that reason (and so asked again), unless a
-        documented fit (`argument_fit`) makes it valid. A fit that spreads a list over several
-        calls gives the first and the events of the others; only a call still held (nothing of
-        it on the wire) is fitted, so what was streamed is never rewritten. A call after the
-        attempt was committed can no longer be asked again: one that copies a number from its
-        tool's description is made up, and invalid."""
-        call = event.call
-        problem = self._unbound.pop(event.index, None)
-        if not isinstance(call, ToolCall):
-            return event, []
-        if problem is not None:
-            return _invalid(event.index, call, problem), []
-        toolbox = self._rules.toolbox
-        problem = toolbox.argument_problem(call.name, call.arguments)
-        if problem is None:
-            copied = [] if self._holding and not self._continuation else self._copied_numbers(call)
-            if not copied:
-                return event, []
-            self.findings.copied.setdefault(call.name, []).extend(copied)
-            reason = copied_from_description(call, copied)
-            self.findings.copy_errors.append(reason)
-            return _invalid(event.index, call, reason), []
-        held = self._holding and event.index not in self._on_wire
-        fitted = (
-            fit_arguments(
-                call.name,
-                toolbox.parameters(call.name),
-                call.arguments,
-                strict=toolbox.function(call.name).get("strict") is True,
-            )
-            if held
-            else None
+    def _ended(self, event: ToolCallEnd) -> list[Delta]:
+        """A call ended: judged, noted in the findings, then held, released or dropped."""
+        verdict = judge(
+            event.call, self._standing(event.index), self._openings.pop(event.index, None)
         )
-        if fitted is None:
-            return _invalid(event.index, call, problem), []
-        first, *others = fitted
-        spread: list[Event] = []
-        for arguments in others:
-            self._spread_index -= 1  # below every parser index
-            extra = ToolCall(new_call_id(), call.name, arguments)
-            spread += [
-                ToolCallStart(self._spread_index, extra.id, call.name),
+        call, findings = verdict.call, self.findings
+        if verdict.copied:
+            findings.copied.setdefault(call.name or "", []).extend(verdict.copied)
+        findings.unsaid += verdict.unsaid
+        out: list[Delta] = []
+        if verdict.action is Action.DROP:
+            self._unhold(event.index)
+            self._drop(call, verdict.reason)
+        elif isinstance(call, InvalidToolCall):
+            findings.errors.append(call.error)
+            if verdict.copied:
+                findings.copy_errors.append(call.error)
+            if call.name is not None and self._rules.toolbox.is_bound(call.name):
+                findings.invalid_tools.append(self._rules.toolbox.canonical_name(call.name))
+            self._transition(Trigger.CALL)
+            out += self._pass(ToolCallEnd(event.index, call))
+        else:
+            findings.valid += 1
+            if verdict.action is Action.ASK_AGAIN:
+                findings.ungrounded.append(verdict.reason)
+            elif self._continuation:
+                self._made.add((call.name, canonical(call.arguments)))
+            out += self._pass(ToolCallEnd(event.index, call))
+            if not findings.ungrounded:
+                # After an ungrounded call the attempt stays held: it is asked again.
+                out += self._transition(Trigger.COMMIT)
+        if verdict.spread:  # the calls a list was spread over come right after the first
+            out += self._take(self._spread(verdict.call.name or "", verdict.spread))
+        return out
+
+    def _pass(self, event: Event) -> list[Delta]:
+        """An event held with the attempt, or released into the reply."""
+        if not self._holding:
+            return self._reply.release(event, self._on_wire, self._drop_text)
+        if not isinstance(event, ToolCallArgsDelta):
+            # A held call's arguments go out whole at its release, from its end: holding its
+            # pieces would keep a second copy of them.
+            self._held.append(event)
+        return []
+
+    def _spread(self, name: str, spread: tuple[dict[str, Any], ...]) -> list[Event]:
+        """The events of the calls a list argument was spread over, indexed below every parser
+        index (they were never streamed)."""
+        events: list[Event] = []
+        for arguments in spread:
+            self._spread_index -= 1
+            extra = ToolCall(new_call_id(), name, arguments)
+            events += [
+                ToolCallStart(self._spread_index, extra.id, name),
                 ToolCallArgsDelta(self._spread_index, canonical(arguments)),
                 ToolCallEnd(self._spread_index, extra),
             ]
-        return ToolCallEnd(event.index, ToolCall(call.id, call.name, first)), spread
-
-    def _ungrounded(self, call: ToolCall) -> str:
-        """Why the call is not grounded, for the model to read ("" when it is grounded)."""
-        grounding = self._rules.grounding
-        if not self._checks_grounding or grounding is None:
-            return ""
-        copied = self._copied_numbers(call)
-        if copied:
-            self.findings.copied.setdefault(call.name, []).extend(copied)
-            return copied_from_description(call, copied)
-        if not self._rules.ask_unsaid or self._after_live_text():
-            return ""
-        if call_key(call.name, call.arguments) in self._rules.answered:
-            return called_again(call)
-        function = self._rules.toolbox.function(call.name)
-        values = grounding.ungrounded(call.arguments, function)
-        if not values:
-            return ""
-        self.findings.unsaid += values
-        return nobody_said(call, values)
-
-    def _after_live_text(self) -> bool:
-        """The call follows words of a first attempt, which went out as they came (a plain
-        attempt streams until its first call): a retry's answer would be written on after
-        them ("So the answer is:" + "Hello! How can I help?"), so values nobody said are not
-        asked about there; that check is for replies that are nothing but a made-up call."""
-        return self._ask is Ask.FIRST and bool(self.findings.text_preview.strip())
-
-    def _copied_numbers(self, call: ToolCall) -> list[str]:
-        grounding = self._rules.grounding
-        if not self._checks_grounding or grounding is None:
-            return []
-        return grounding.copied(call.arguments, self._rules.toolbox.function(call.name))
-
-    def _not_wanted(self, call: ToolCall | InvalidToolCall) -> str | None:
-        """Why a continuation's call is not added: the reply made it already, or nobody said
-        its values (a continuation asked for calls the request does not need makes some up)."""
-        if not isinstance(call, ToolCall):
-            return None
-        made = (call.name, canonical(call.arguments))
-        if made in self._continued or any(
-            (earlier.name, earlier.arguments) == made for earlier in self._reply.made_calls()
-        ):
-            return "the reply already made this call"
-        grounding = self._rules.grounding
-        function = self._rules.toolbox.function(call.name)
-        unsaid = grounding.ungrounded(call.arguments, function) if grounding else []
-        if unsaid:
-            return f"nobody in this conversation said {', '.join(map(shortened, unsaid))}"
-        self._continued.add(made)
-        return None
+        return events
 
     def _unhold(self, index: int) -> None:
         """Take a held call's events back (it is dropped after all)."""
@@ -509,11 +430,6 @@ class ChoiceAttempt:
             self._held.append(DroppedNote(dropped))
         else:
             self._reply.dropped_tool_calls.append(dropped)
-
-
-def _invalid(index: int, call: ToolCall, problem: str) -> ToolCallEnd:
-    raw = json.dumps(call.arguments, ensure_ascii=False)
-    return ToolCallEnd(index, InvalidToolCall(call.id, call.name, raw, problem))
 
 
 class UpstreamAttempt:
