@@ -27,7 +27,19 @@ sys.path.insert(0, str(BENCH))
 
 from evaluation.cases import CASES  # noqa: E402
 from hermes_tools import HermesFormat  # noqa: E402
-from hermes_tools._policy.drive import stream_reply, whole_reply  # noqa: E402
+
+try:  # the drivers of the session's flow
+    from hermes_tools._policy.drive import drive
+
+    def whole_reply(session: Any, transport: Any) -> Any:
+        (completion,) = drive(session, transport, stream=False)
+        return completion
+
+    def stream_reply(session: Any, transport: Any) -> Any:
+        return drive(session, transport, stream=True)
+
+except ImportError:  # the code before them, to compare with
+    from hermes_tools._policy.drive import stream_reply, whole_reply  # type: ignore[attr-defined,no-redef]
 from hermes_tools._policy.options import ReplyOptions  # noqa: E402
 from hermes_tools._policy.session import ReplySession  # noqa: E402
 

@@ -1,6 +1,6 @@
 """How often a reader of the reply policy goes back to a module already read.
 
-Follows one streamed reply through `drive.stream_reply` (a call that does not fit its tool,
+Follows one streamed reply through `drive.drive` (a call that does not fit its tool,
 asked again and answered with a valid call), as someone reading the code would: each function
 is read once, the first time it runs. A room is a module of the package; *entering* a room is
 reading a function of a module other than the caller's; *coming back* is returning from it to
@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from hermes_tools._policy.drive import stream_reply
+from hermes_tools._policy.drive import drive
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.format import HermesFormat
@@ -99,7 +99,7 @@ def walk() -> tuple[set[str], list[str]]:
     transport = ScriptedTransport()
     sys.setprofile(profile)
     try:
-        chunks = list(stream_reply(session, transport))
+        chunks = list(drive(session, transport, stream=True))
     finally:
         sys.setprofile(None)
     calls = [c for chunk in chunks for c in chunk["choices"][0]["delta"].get("tool_calls", [])]

@@ -60,7 +60,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.tools import FunctionTool
 
 from hermes_tools import HermesFormat
-from hermes_tools._policy.drive import stream_reply
+from hermes_tools._policy.drive import drive
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.langchain import with_tool_calling
@@ -292,12 +292,12 @@ def langchain_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object],
         return sum(1 for _ in ChatModelTransport(inner, [], [True]).stream(request))
 
     def policy() -> object:
-        return sum(1 for _ in stream_reply(_session(), ChatModelTransport(inner, [], [True])))
+        return sum(1 for _ in drive(_session(), ChatModelTransport(inner, [], [True]), stream=True))
 
     def translated() -> object:
         translator = ChunkTranslator(None)
         count = 0
-        for chunk in stream_reply(_session(), ChatModelTransport(inner, [], [True])):
+        for chunk in drive(_session(), ChatModelTransport(inner, [], [True]), stream=True):
             count += len(translator.chunk(chunk))
         return count + len(translator.finish())
 
@@ -326,11 +326,13 @@ def llama_index_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object
         return sum(1 for _ in LLMTransport(inner).stream(_session().request()))
 
     def policy() -> object:
-        return sum(1 for _ in stream_reply(_session(), LLMTransport(inner)))
+        return sum(1 for _ in drive(_session(), LLMTransport(inner), stream=True))
 
     def built() -> object:
         builder = ReplyBuilder()
-        return sum(1 for c in stream_reply(_session(), LLMTransport(inner)) if builder.chunk(c))
+        return sum(
+            1 for c in drive(_session(), LLMTransport(inner), stream=True) if builder.chunk(c)
+        )
 
     def whole() -> object:
         return sum(1 for _ in wrapped.stream_chat_with_tools(tools, chat_history=question))

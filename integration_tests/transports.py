@@ -19,7 +19,7 @@ from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 import hermes_tools
-from hermes_tools._policy.drive import astream_reply, awhole_reply, stream_reply, whole_reply
+from hermes_tools._policy.drive import drive, drive_async
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.langchain.transport import AsyncChatModelTransport, ChatModelTransport
@@ -65,15 +65,16 @@ class PolicyClient:
         session = self._session(request)
         transport = self._transport(asynchronous=False)
         if request.get("stream") is True:
-            return _validated(stream_reply(session, transport))
-        return ChatCompletion.model_validate(whole_reply(session, transport))
+            return _validated(drive(session, transport, stream=True))
+        return ChatCompletion.model_validate(next(drive(session, transport, stream=False)))
 
     async def _acreate(self, **request: Any) -> Any:
         session = self._session(request)
         transport = self._transport(asynchronous=True)
         if request.get("stream") is True:
-            return _avalidated(astream_reply(session, transport))
-        return ChatCompletion.model_validate(await awhole_reply(session, transport))
+            return _avalidated(drive_async(session, transport, stream=True))
+        (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+        return ChatCompletion.model_validate(completion)
 
     def _transport(self, *, asynchronous: bool) -> Any:
         base_url, key = self._server.base_url, "test-key"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hermes_tools import HermesFormat
-from hermes_tools._policy.drive import stream_reply, whole_reply
+from hermes_tools._policy.drive import drive
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import MalformedAnswerError
@@ -22,7 +22,7 @@ INVALID = '<tool_call>\n{"name": "get_weather", "arguments": {"town": "Rome"}}\n
 
 
 class Failed(Exception):
-    """The transport's failure; `status` says a server answered (see `drive._answered`)."""
+    """The transport's failure; `status` says a server answered (see `session._answered`)."""
 
     status = 400
 
@@ -86,7 +86,7 @@ def test_a_request_sent_again_keeps_nothing_the_failed_one_read() -> None:
     is sent again without the constraint: the invalid call it read is not in the reply."""
     script = Script("No.", (INVALID + " and more words", 12), VALID)
     session = _session(ReplyOptions(constrain="gbnf"), tool_choice="required")
-    chunks = list(stream_reply(session, script))
+    chunks = list(drive(session, script, stream=True))
     final = _final(chunks)
     assert ["grammar" in request for request in script.sent] == [True, True, False]
     assert final["invalid_tool_calls"] == []
@@ -97,7 +97,7 @@ def test_a_request_sent_again_keeps_nothing_the_failed_one_read() -> None:
 
 def test_a_failed_continuation_still_reports_the_usage_streamed_as_whole() -> None:
     script = Script(VALID + INVALID, Failed("down"))
-    chunks = list(stream_reply(_session(ReplyOptions()), script))
+    chunks = list(drive(_session(ReplyOptions()), script, stream=True))
     assert [c["usage"] for c in chunks if "usage" in c] == [USAGE]
     completion = {
         "choices": [
@@ -111,12 +111,12 @@ def test_a_failed_continuation_still_reports_the_usage_streamed_as_whole() -> No
     }
     whole = Script(completion, Failed("down"))
     session = ReplySession({"model": "m", "messages": ASK, "tools": [WEATHER]}, HermesFormat())
-    assert whole_reply(session, whole)["usage"] == USAGE
+    assert next(drive(session, whole, stream=False))["usage"] == USAGE
 
 
 def test_a_reply_whose_only_choice_is_not_the_first_is_answered() -> None:
     chunk = {"choices": [{"index": 1, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}
-    chunks = list(stream_reply(_session(ReplyOptions()), Script([chunk])))
+    chunks = list(drive(_session(ReplyOptions()), Script([chunk]), stream=True))
     assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][:2] == [
         None,
         "Hi",
@@ -131,4 +131,4 @@ def test_an_attempt_answered_with_no_choices_fails_naming_it() -> None:
         HermesFormat(),
     )
     with pytest.raises(MalformedAnswerError, match="its choices are empty"):
-        whole_reply(session, script)
+        next(drive(session, script, stream=False))

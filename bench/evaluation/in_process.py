@@ -24,7 +24,7 @@ from openai.types.chat import ChatCompletion
 
 from evaluation.runner import Recording
 from hermes_tools import HermesFormat
-from hermes_tools._policy.drive import whole_reply
+from hermes_tools._policy.drive import drive
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
 
@@ -153,4 +153,4 @@ class _PolicyClient:
         options = ReplyOptions(repair_attempts=1, check_grounding=check_grounding)
         session = ReplySession(request, self._format, options, aggregate=True)
         transport = ChatModelTransport(self._model, [], self._stop_taken)
-        return ChatCompletion.model_validate(whole_reply(session, transport))
+        return ChatCompletion.model_validate(next(drive(session, transport, stream=False)))

@@ -34,7 +34,6 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tools._json_text.lexer import canonical
@@ -47,7 +46,7 @@ from hermes_tools._policy.reply import (
     WireCall,
 )
 from hermes_tools._policy.request import CallRules, PreparedRequest
-from hermes_tools._policy.verdict import Action, Opening, Standing, at_start, judge
+from hermes_tools._policy.verdict import Action, Ask, Findings, Opening, Standing, at_start, judge
 from hermes_tools.events import (
     Event,
     InvalidToolCall,
@@ -59,36 +58,6 @@ from hermes_tools.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-
-# How much of an attempt's text is kept to quote in an error message or compare a retry with.
-TEXT_PREVIEW_CHARS = 200
-
-
-class Ask(enum.Enum):
-    """Why an attempt was asked for."""
-
-    FIRST = enum.auto()  # the request as it came
-    REPAIR = enum.auto()  # asked again: the rejected attempt and the reason follow the request
-    AFRESH = enum.auto()  # the request again, with examples its calls copied out of the tools
-    CONTINUATION = enum.auto()  # the kept reply's valid calls shown, the rest asked for
-
-
-@dataclass(slots=True)
-class Findings:
-    """What one choice's attempt showed, for deciding whether to ask again and how."""
-
-    valid: int = 0  # valid calls (released or held)
-    errors: list[str] = field(default_factory=list)  # why its calls were invalid
-    invalid_tools: list[str] = field(default_factory=list)  # the bound tools of those calls
-    ungrounded: list[str] = field(default_factory=list)  # why valid calls are not grounded
-    unsaid: list[str] = field(default_factory=list)  # the values of those calls nobody said
-    copied: dict[str, list[str]] = field(default_factory=dict)  # tool -> numbers from its text
-    copy_errors: list[str] = field(default_factory=list)  # why calls that copied are invalid
-    text_preview: str = ""  # the start of its text
-
-    def saw_text(self, text: str) -> None:
-        if len(self.text_preview) < TEXT_PREVIEW_CHARS:
-            self.text_preview += text[:TEXT_PREVIEW_CHARS]
 
 
 class StopCutter:

@@ -25,27 +25,6 @@ continued: shown the valid ones, the model is asked for the calls the request st
 read back. Stop sequences (the caller's, and those that cut a made-up tool result) are applied
 here too, so a model that takes none stops where a server would have stopped it.
 
-What to ask next, once an attempt has ended, is two pure functions. `repair_reason` says what
-was wrong with the attempt, in the words the model is shown (None: nothing to ask about).
-`next_ask` chooses, from that reason, what the attempt showed and what is left of the budget,
-the one next step:
-
-| the attempt                                           | next ask      | spends  |
-| ----------------------------------------------------- | ------------- | ------- |
-| nothing to ask about                                  | none: done    |         |
-| kept valid calls beside unusable ones                 | CONTINUATION  | repair  |
-|   ... no repair left                                  | none: done    |         |
-| answers "nobody said that" with other made-up values  | REPAIR        | guess   |
-| answers "nobody said that" with the same values       | none: done    |         |
-| copied its tool's example (and made up nothing else), | AFRESH        |         |
-|   and the model still sees the example                |               |         |
-| anything else to ask about, a repair left             | REPAIR        | repair  |
-| anything else to ask about, no repair left            | none: done    |         |
-
-A model shown its own copy writes it again, so a copied example is asked afresh with the
-example out of sight, and that does not use up a repair. A model asked about values nobody said
-that answers with other such values is guessing: it is asked once more, beyond the repairs, to
-answer without a call; the same call again stands (a model that insists may know the value).
 `AskingAgain` spends the budget and readies what the next request shows: the tools as they
 must be seen now, and the turns after the conversation (the rejected attempt and why, or, for
 a continuation, the calls so far).
@@ -53,104 +32,32 @@ a continuation, the calls so far).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import enum
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_tools._constrain.servers import probe_passed
 from hermes_tools._json_text.lexer import canonical
 from hermes_tools._policy.answer_shape import check_chunk, check_completion
-from hermes_tools._policy.attempt import TEXT_PREVIEW_CHARS, Ask, Findings, UpstreamAttempt
-from hermes_tools._policy.endpoint import EndpointUse
+from hermes_tools._policy.attempt import UpstreamAttempt
+from hermes_tools._policy.endpoint import EndpointUse, refuses_tools
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.reply import ChoiceReply, Chunk, Delta, MadeCall, ReplyEnvelope
 from hermes_tools._policy.request import PreparedRequest, ShownTools, prepare
-from hermes_tools._render import sentences
-from hermes_tools._render.prompt import ToolChoice
+from hermes_tools._policy.verdict import (
+    DONE,
+    TEXT_PREVIEW_CHARS,
+    Ask,
+    AttemptOutcome,
+    Findings,
+    NextAsk,
+    next_ask,
+    repair_reason,
+)
 from hermes_tools.errors import IncompleteStreamError, ToolCallRequiredError
 from hermes_tools.events import ParseResult
 from hermes_tools.format import HermesFormat
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptOutcome:
-    """What the session knows when an attempt ends, for choosing the next ask."""
-
-    reason: str | None  # see `repair_reason`
-    continuable: bool  # kept valid calls beside unusable ones
-    repairs_left: int
-    answers_a_guess_ask: bool  # the attempt answers "nobody said that" (a guess ask is left)
-    ungrounded: bool  # it made calls of values nobody said, or copied
-    unsaid: frozenset[str]  # the values its calls used that nobody said
-    asked_about: frozenset[str]  # the values the repair it answers asked about
-    copied: bool  # its calls copied examples from their tools' descriptions
-    hiding_copies_is_news: bool  # taking those examples out changes what the model sees
-
-
-@dataclass(frozen=True, slots=True)
-class NextAsk:
-    ask: Ask | None  # None: the reply is over
-    reason: str = ""
-    spends_repair: bool = False
-    spends_guess: bool = False
-
-
-DONE = NextAsk(None)
-
-
-def next_ask(outcome: AttemptOutcome) -> NextAsk:
-    """The next step after an attempt (see the module's table)."""
-    reason = outcome.reason
-    if reason is None:
-        return DONE
-    if outcome.continuable:
-        if outcome.repairs_left == 0:
-            return DONE
-        return NextAsk(Ask.CONTINUATION, reason, spends_repair=True)
-    if outcome.answers_a_guess_ask and outcome.ungrounded:
-        guessed_again = bool(outcome.unsaid) and outcome.unsaid != outcome.asked_about
-        if not guessed_again:
-            return DONE
-        return NextAsk(Ask.REPAIR, f"{reason} {sentences.NO_MORE_GUESSES}", spends_guess=True)
-    if outcome.copied and not outcome.unsaid and outcome.hiding_copies_is_news:
-        return NextAsk(Ask.AFRESH, reason)
-    if outcome.repairs_left > 0:
-        return NextAsk(Ask.REPAIR, reason, spends_repair=True)
-    return DONE
-
-
-def repair_reason(
-    findings: Findings,
-    *,
-    continuable: bool,
-    has_calls: bool,
-    choice: ToolChoice,
-    form: str,
-    finish: str | None,
-) -> str | None:
-    """What was wrong with a single choice's attempt, for the model to read; None when nothing
-    is (the reply stands). `has_calls`: the reply holds calls (this attempt's or earlier);
-    `form`: how a call is written; `finish`: the attempt's finish reason."""
-    if continuable:
-        # A copy is not quoted back: shown its copy, a model writes it again.
-        copies = set(findings.copy_errors)
-        reasons = [e.rstrip(".") for e in dict.fromkeys(findings.errors) if e not in copies]
-        return sentences.some_calls_unusable(reasons, len(findings.errors), form)
-    if has_calls:
-        return None
-    if findings.valid:
-        if not findings.ungrounded:
-            return None
-        return " ".join(dict.fromkeys(findings.ungrounded))
-    if choice.name is not None:
-        return sentences.named_call_required(choice.name, form)
-    if findings.errors:
-        return sentences.call_unusable("; ".join(dict.fromkeys(findings.errors)), form)
-    if choice.mode == "required":
-        return sentences.call_required(form)
-    if not findings.text_preview.strip() and finish != "length":
-        # Typically a made-up tool result cut by the stop sequence, with nothing before it.
-        return sentences.empty_reply(form)
-    return None
 
 
 class AskingAgain:
@@ -294,6 +201,51 @@ DEFAULT_OPTIONS = ReplyOptions()
 __all__ = ["DEFAULT_OPTIONS", "Chunk", "ReplySession"]
 
 
+# -- what the session's flow asks a driver to do -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Ask the model's context window where the transport can say; answered with it or None."""
+
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Send a request whole; answered with the `chat.completion`."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """Open a streamed request; answered with nothing (its chunks come by `READ`)."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Give these to the caller: chunks, or the whole `chat.completion`."""
+
+    items: list[Any]
+
+
+class Step(enum.Enum):
+    READ = enum.auto()  # the open stream's next chunk; answered with it, or END
+    CLOSE = enum.auto()  # close the open stream
+    END = enum.auto()  # (an answer) the open stream is over
+
+
+READ, CLOSE, END = Step.READ, Step.CLOSE, Step.END
+
+Need = Window | Create | Open | Emit | Step
+# The session's flow: yields what it needs, is sent the answers (a transport's failure is
+# thrown into it where it asked), and returns when the reply is over.
+Flow = Generator[Need, Any, None]
+
+
 class ReplySession:
     """One request and its reply, over as many attempts as the policy asks for.
 
@@ -338,10 +290,87 @@ class ReplySession:
         body = {**self._prepared.upstream, "messages": messages}
         return body if fields is None else {**body, **fields}
 
-    def send_again(self) -> None:
-        """The request failed before it was answered and goes again (see `drive.send_again`):
-        a fresh attempt, so nothing the failed one read stays."""
+    # -- the flow -----------------------------------------------------------------------------
+
+    def flow(self, *, stream: bool, failures: tuple[type[BaseException], ...]) -> Flow:
+        """The whole exchange, as the needs a driver answers (see `drive`): the window where
+        the tool budget needs it, a probe where the constraint needs one, then a request (sent
+        whole, or opened and read chunk by chunk) and again while the policy asks again.
+        `failures`: what the transport raises when a request fails; such a request is sent
+        again where the endpoint'"'"'s use allows (see `_send_again`), ends a continuation under
+        way as the reply was kept, and is otherwise the caller'"'"'s to see. Whole, it emits the
+        `chat.completion`; streamed, the chunks as they come."""
+        if self._shown.needs_window:
+            self._shown.window_known((yield Window(self.model)))
+        while True:
+            sent = False  # some of this attempt's chunks went out
+            try:
+                yield from self._probe(failures)
+                if not stream:
+                    ask_again = self.completion((yield Create(self.request())))
+                    if not ask_again:
+                        yield Emit([self.result()])
+                        return
+                    continue
+                yield Open(self.request())
+                while True:
+                    chunk = yield READ
+                    if chunk is END:
+                        break
+                    out = self.chunk(chunk)
+                    if out:
+                        sent = True
+                        yield Emit(out)
+                    if self.cut_off:
+                        break
+                yield CLOSE
+                last, ask_again = self.stream_ended()
+                if last:
+                    yield Emit(last)
+                if not ask_again:
+                    return
+            except failures as error:
+                if not sent and self._send_again(error):
+                    continue
+                ending = self.continuation_failed()
+                if ending is None:
+                    raise
+                yield Emit([self.result()] if not stream else ending)
+                return
+
+    def _probe(self, failures: tuple[type[BaseException], ...]) -> Flow:
+        """Find out what the endpoint constrains, where the session needs to know (before any
+        attempt: the first, or the one after the tools sent natively were refused)."""
+        endpoint = self.endpoint_use
+        if not endpoint.needs_probe:
+            return
+        answered = False
+        for kind, request in endpoint.probe_requests():
+            try:
+                response = yield Create(request)
+            except failures as error:
+                answered = answered or _answered(error)
+                continue
+            if probe_passed(kind, response):
+                endpoint.probed(kind)
+                return
+            answered = True
+        if answered:  # an endpoint that could not be reached is probed again next time
+            endpoint.probed(None)
+
+    def _send_again(self, error: BaseException) -> bool:
+        """Whether a request that failed before any of its reply went out is sent again: the
+        tools went natively and were refused, or a constraint went with it (now sent without
+        one). Then a fresh attempt, so nothing the failed one read stays."""
+        endpoint = self.endpoint_use
+        if endpoint.native and refuses_tools(error):
+            endpoint.native_refused()
+        elif endpoint.constrained:
+            endpoint.constraint_failed()
+        else:
+            return False
         self._attempt = self._asking.next_attempt(self._attempt.ask, counted=False)
+        return True
 
     @property
     def constrained(self) -> bool:
@@ -486,3 +515,8 @@ class ReplySession:
                 + ". Allow more repair_attempts, use a model that follows the tools prompt, "
                 "or do not require a call."
             )
+
+
+def _answered(error: BaseException) -> bool:
+    """Whether a failed request reached a server that answered (with an error status)."""
+    return any(isinstance(getattr(error, name, None), int) for name in ("status_code", "status"))

@@ -40,6 +40,7 @@ class OpenAITransport:
 
     def __init__(self, client: OpenAI) -> None:
         self.client = client
+        self.response: Any = None  # the HTTP response of the stream opened last
 
     def context_window(self, model: str) -> int | None:
         """The model's window as the endpoint's server says it (asked once per process)."""
@@ -58,7 +59,9 @@ class OpenAITransport:
         return ask(str(self.client.base_url), model, send)
 
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        return chunks(create(self.client, request))
+        opened: Stream[ChatCompletionChunk] = create(self.client, request)
+        self.response = opened.response
+        return chunks(opened)
 
     def create(self, request: dict[str, Any]) -> dict[str, Any]:
         return wire(create(self.client, request))
@@ -69,6 +72,7 @@ class AsyncOpenAITransport:
 
     def __init__(self, client: AsyncOpenAI) -> None:
         self.client = client
+        self.response: Any = None  # the HTTP response of the stream opened last
 
     async def context_window(self, model: str) -> int | None:
         quick = self.client.with_options(max_retries=0, timeout=WINDOW_SECONDS)
@@ -88,8 +92,9 @@ class AsyncOpenAITransport:
         return await aask(str(self.client.base_url), model, send)
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        async for chunk in achunks(await acreate(self.client, request)):
-            yield chunk
+        opened: AsyncStream[ChatCompletionChunk] = await acreate(self.client, request)
+        self.response = opened.response
+        return achunks(opened)
 
     async def create(self, request: dict[str, Any]) -> dict[str, Any]:
         return wire(await acreate(self.client, request))

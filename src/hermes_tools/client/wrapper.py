@@ -15,31 +15,18 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
-from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
+from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from hermes_tools._policy.drive import (
-    alearn_window,
-    aprobe,
-    astream_reply,
-    awhole_reply,
-    learn_window,
-    probe,
-    send_again,
-    stream_reply,
-    whole_reply,
-)
+from hermes_tools._policy.drive import drive, drive_async
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, ToolBudget
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.client.profile import ProfileOptions, profile_path
 from hermes_tools.client.transport import (
-    REQUEST_FAILED,
     AsyncOpenAITransport,
     OpenAITransport,
-    achunks,
     acreate,
-    chunks,
     create,
     plain_request,
 )
@@ -175,18 +162,12 @@ class HermesOpenAI(_Wrapper[OpenAI]):
         if session is None:
             return create(self._client, kwargs)  # type: ignore[no-any-return]
         transport = OpenAITransport(self._client)
-        learn_window(session, transport)
-        if session.request().get("stream") is True:
-            probe(session, transport)
-            try:
-                first: Stream[ChatCompletionChunk] = create(self._client, session.request())
-            except REQUEST_FAILED as error:
-                if not send_again(session, error):
-                    raise
-                probe(session, transport)
-                first = create(self._client, session.request())
-            return HermesStream(stream_reply(session, transport, chunks(first)), first.response)
-        return ChatCompletion.model_validate(whole_reply(session, transport))
+        if plain_request(kwargs).get("stream") is not True:
+            (completion,) = drive(session, transport, stream=False)
+            return ChatCompletion.model_validate(completion)
+        chunks = drive(session, transport, stream=True, announce_open=True)
+        next(chunks)  # the request is open: a failing one fails here, as the SDK's does
+        return HermesStream(chunks, transport.response)
 
 
 class HermesStream:
@@ -229,21 +210,12 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
         if session is None:
             return await acreate(self._client, kwargs)  # type: ignore[no-any-return]
         transport = AsyncOpenAITransport(self._client)
-        await alearn_window(session, transport)
-        if session.request().get("stream") is True:
-            await aprobe(session, transport)
-            try:
-                first: AsyncStream[ChatCompletionChunk] = await acreate(
-                    self._client, session.request()
-                )
-            except REQUEST_FAILED as error:
-                if not send_again(session, error):
-                    raise
-                await aprobe(session, transport)
-                first = await acreate(self._client, session.request())
-            chunks = astream_reply(session, transport, achunks(first))
-            return AsyncHermesStream(chunks, first.response)
-        return ChatCompletion.model_validate(await awhole_reply(session, transport))
+        if plain_request(kwargs).get("stream") is not True:
+            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+            return ChatCompletion.model_validate(completion)
+        chunks = drive_async(session, transport, stream=True, announce_open=True)
+        await anext(chunks)  # the request is open: a failing one fails here, as the SDK's does
+        return AsyncHermesStream(chunks, transport.response)
 
 
 class AsyncHermesStream:

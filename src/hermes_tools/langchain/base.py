@@ -35,14 +35,7 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 from langchain_core.utils.pydantic import is_basemodel_subclass
 
 from hermes_tools._adapters.settings import ToolCallingSettings
-from hermes_tools._policy.drive import (
-    AsyncTransport,
-    Transport,
-    astream_reply,
-    awhole_reply,
-    stream_reply,
-    whole_reply,
-)
+from hermes_tools._policy.drive import AsyncTransport, Transport, drive, drive_async
 from hermes_tools.langchain._convert import (
     ChunkTranslator,
     chat_result,
@@ -149,7 +142,7 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         translator = ChunkTranslator(self.output_version, response_format=response_format)
         transport = self._transport(run_manager)
         with self._transport_scope(transport):
-            for chunk in stream_reply(session, transport):
+            for chunk in drive(session, transport, stream=True):
                 for message in translator.chunk(chunk):
                     yield _announced(message, run_manager)
         for message in translator.finish(self._response_metadata(transport)):
@@ -171,7 +164,7 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         translator = ChunkTranslator(self.output_version, response_format=response_format)
         transport = self._async_transport(run_manager)
         async with self._async_transport_scope(transport):
-            async for chunk in astream_reply(session, transport):
+            async for chunk in drive_async(session, transport, stream=True):
                 for message in translator.chunk(chunk):
                     yield await _async_announced(message, run_manager)
         for message in translator.finish(self._response_metadata(transport)):
@@ -188,7 +181,7 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         session = self._session(request, stream=False)
         transport = self._transport(run_manager)
         with self._transport_scope(transport):
-            completion = whole_reply(session, transport)
+            (completion,) = drive(session, transport, stream=False)
         return chat_result(
             completion,
             response_format=response_format,
@@ -206,7 +199,7 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         session = self._session(request, stream=False)
         transport = self._async_transport(run_manager)
         async with self._async_transport_scope(transport):
-            completion = await awhole_reply(session, transport)
+            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
         return chat_result(
             completion,
             response_format=response_format,

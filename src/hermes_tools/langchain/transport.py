@@ -198,6 +198,10 @@ class AsyncChatModelTransport(_ChatModelCalls):
         return model_window(self._model)
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The request's chunks (the request is made as they are first read)."""
+        return self._chunks(request)
+
+    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         runnable, messages, kwargs = self._call(request)
         chunks = runnable.astream(messages, self._config, **kwargs)
         try:

@@ -40,14 +40,7 @@ from llama_index.core.tools import ToolOutput, ToolSelection
 from llama_index.core.tools.calling import acall_tool_with_selection, call_tool_with_selection
 
 from hermes_tools._adapters.settings import ToolCallingSettings
-from hermes_tools._policy.drive import (
-    AsyncTransport,
-    Transport,
-    astream_reply,
-    awhole_reply,
-    stream_reply,
-    whole_reply,
-)
+from hermes_tools._policy.drive import AsyncTransport, Transport, drive, drive_async
 from hermes_tools.llama_index._convert import (
     ReplyBuilder,
     chat_response,
@@ -115,7 +108,7 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         session = self._session(self._request(messages, kwargs, stream=False), stream=False)
         transport = self._transport()
         with self._transport_scope(transport):
-            completion = whole_reply(session, transport)
+            (completion,) = drive(session, transport, stream=False)
         return chat_response(completion, self._response_raw(completion, whole=True))
 
     def _stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
@@ -125,7 +118,7 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
             builder = ReplyBuilder()
             transport = self._transport()
             with self._transport_scope(transport):
-                for chunk in stream_reply(session, transport):
+                for chunk in drive(session, transport, stream=True):
                     yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
 
         return responses()
@@ -134,7 +127,7 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         session = self._session(self._request(messages, kwargs, stream=False), stream=False)
         transport = self._async_transport()
         async with self._async_transport_scope(transport):
-            completion = await awhole_reply(session, transport)
+            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
         return chat_response(completion, self._response_raw(completion, whole=True))
 
     async def _astream_chat(
@@ -146,7 +139,7 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
             builder = ReplyBuilder()
             transport = self._async_transport()
             async with self._async_transport_scope(transport):
-                async for chunk in astream_reply(session, transport):
+                async for chunk in drive_async(session, transport, stream=True):
                     yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
 
         return responses()

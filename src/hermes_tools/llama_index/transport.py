@@ -127,6 +127,10 @@ class AsyncLLMTransport(_LLMCalls):
         return llm_window(self._llm)
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The request's chunks (the request is made as they are first read)."""
+        return self._chunks(request)
+
+    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         messages, kwargs = self._call(request)
         responses = await self._llm.astream_chat(messages, **kwargs)
         finish = None

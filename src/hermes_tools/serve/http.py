@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_tools._policy.answer_shape import StreamEnd, check_chunk, check_completion
-from hermes_tools._policy.drive import alearn_window, astream_reply, awhole_reply
+from hermes_tools._policy.drive import drive_async
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import RequestRejected, UpstreamCut, UpstreamError, UpstreamEventError
 from hermes_tools.errors import (
@@ -193,7 +193,8 @@ class Handler:
         """Render the session's conversation, once its tool budget knows the model's window
         (asked of the upstream once per process); False when answered with a 400. Rendering
         a large tool set takes a while: it runs in a worker thread, as `prepared` does."""
-        await alearn_window(session, transport)
+        if session.needs_window:
+            session.window_known(await transport.context_window(session.model))
         try:
             limiter = self.upstream().computing(responder.exchange.request_bytes)
             await anyio.to_thread.run_sync(session.render, limiter=limiter)
@@ -337,7 +338,8 @@ async def whole_answer(
         completion = await transport.create(chat)
         check_completion(completion)
         return completion
-    return await awhole_reply(session, transport)
+    (completion,) = [answer async for answer in drive_async(session, transport, stream=False)]
+    return completion  # type: ignore[no-any-return]
 
 
 def answer_chunks(
@@ -347,12 +349,13 @@ def answer_chunks(
     policy has nothing to do (no session), each known to be a chunk, and the stream to have
     ended with a finish reason."""
     if session is None:
-        return _checked(transport.stream(chat))
-    return astream_reply(session, transport)
+        return _checked(transport, chat)
+    return drive_async(session, transport, stream=True)
 
 
-async def _checked(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+async def _checked(transport: UpstreamChat, chat: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     end = StreamEnd()
+    chunks = await transport.stream(chat)
     try:
         async for chunk in chunks:
             check_chunk(chunk)

@@ -28,7 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from starlette.requests import Request
 from starlette.types import Receive, Send
 
-from hermes_tools._policy.drive import astream_reply, awhole_reply
+from hermes_tools._policy.drive import drive_async
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError
 from hermes_tools.serve.exchange import Exchange, relayed_headers
@@ -189,7 +189,7 @@ class Messages(_MessagesHandler):
     ) -> None:
         estimate = estimated_tokens(session.request()["messages"])
         try:
-            completion = await awhole_reply(session, transport)
+            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
         except Exception as exc:
             await _relay(exc, responder, self)
             return
@@ -273,7 +273,7 @@ async def _read_upstream(
     sender: MemoryObjectSendStream[_Item],
 ) -> None:
     """Drive the policy over the upstream, handing on each chunk, then any failure."""
-    async with sender, closed_at_end(astream_reply(session, transport)) as chunks:
+    async with sender, closed_at_end(drive_async(session, transport, stream=True)) as chunks:
         try:
             async for chunk in chunks:
                 await sender.send(("chunk", chunk))

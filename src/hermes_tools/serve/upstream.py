@@ -126,6 +126,10 @@ class UpstreamChat:
         return answer
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The request's chunks (the request is made as they are first read)."""
+        return self._chunks(request)
+
+    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         outgoing = self._http.build_request(
             "POST", self._url, content=await self._encoded(request), headers=self._headers
         )
