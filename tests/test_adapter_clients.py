@@ -23,9 +23,9 @@ def test_concurrent_first_use_builds_one_client(make: Any, monkeypatch: pytest.M
     built: list[object] = []
     real = lazy.build_sync
 
-    def counting(settings: lazy.ClientSettings) -> Any:
-        built.append(settings)
-        return real(settings)
+    def counting(options: dict[str, Any]) -> Any:
+        built.append(options)
+        return real(options)
 
     monkeypatch.setattr(lazy, "build_sync", counting)
     model = make()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, Literal
 
+from openai import AsyncOpenAI, OpenAI
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from hermes_tools._model_rules import load_profile
@@ -154,12 +155,19 @@ class HermesSettings(ToolCallingSettings):
     @property
     def client(self) -> HermesOpenAI:
         """The wrapped `openai.OpenAI` client, built on first use."""
-        return self._clients.sync(self._settings(asynchronous=False))
+        return self._clients.wrapped_sync(self._settings(asynchronous=False))
 
     @property
     def async_client(self) -> AsyncHermesOpenAI:
         """The wrapped `openai.AsyncOpenAI` client of the running event loop."""
-        return self._clients.asynchronous(self._settings(asynchronous=True))
+        return self._clients.wrapped_async(self._settings(asynchronous=True))
+
+    def _openai_client(self) -> OpenAI:
+        """The plain client the model's requests go through (the policy is the model's own)."""
+        return self._clients.sync(self._client_options(asynchronous=False))
+
+    def _async_openai_client(self) -> AsyncOpenAI:
+        return self._clients.asynchronous(self._client_options(asynchronous=True))
 
     def close(self) -> None:
         """Close the HTTP client built so far (it is built again if used)."""

@@ -291,10 +291,10 @@ class ChatHermes(HermesSettings, ToolCallingChatModel):
         return given
 
     def _transport(self, run_manager: CallbackManagerForLLMRun | None) -> Transport:
-        return OpenAITransport(self.client.wrapped)
+        return OpenAITransport(self._openai_client())
 
     def _async_transport(self, run_manager: AsyncCallbackManagerForLLMRun | None) -> AsyncTransport:
-        return AsyncOpenAITransport(self.async_client.wrapped)
+        return AsyncOpenAITransport(self._async_openai_client())
 
     def _transport_scope(self, transport: Transport) -> AbstractContextManager[Any]:
         return langchain_errors()

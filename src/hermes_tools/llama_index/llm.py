@@ -181,12 +181,12 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
 
     def _transport(self) -> OpenAITransport:
         if self.reuse_client:
-            return OpenAITransport(self.client.wrapped)
+            return OpenAITransport(self._openai_client())
         return OpenAITransport(OpenAI(**self._client_options(asynchronous=False)))
 
     def _async_transport(self) -> AsyncOpenAITransport:
         if self.reuse_client:
-            return AsyncOpenAITransport(self.async_client.wrapped)
+            return AsyncOpenAITransport(self._async_openai_client())
         return AsyncOpenAITransport(AsyncOpenAI(**self._client_options(asynchronous=True)))
 
     def _transport_scope(self, transport: Transport) -> AbstractContextManager[Any]:
