@@ -32,11 +32,11 @@ try:  # the drivers of the session's flow
     from hermes_tools._policy.drive import drive
 
     def whole_reply(session: Any, transport: Any) -> Any:
-        (completion,) = drive(session, transport, stream=False)
+        (completion,) = drive(session.flow(stream=False, failures=transport.failures), transport)
         return completion
 
     def stream_reply(session: Any, transport: Any) -> Any:
-        return drive(session, transport, stream=True)
+        return drive(session.flow(stream=True, failures=transport.failures), transport)
 
 except ImportError:  # the code before them, to compare with
     from hermes_tools._policy.drive import stream_reply, whole_reply  # type: ignore[attr-defined,no-redef]

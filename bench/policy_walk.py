@@ -99,7 +99,7 @@ def walk() -> tuple[set[str], list[str]]:
     transport = ScriptedTransport()
     sys.setprofile(profile)
     try:
-        chunks = list(drive(session, transport, stream=True))
+        chunks = list(drive(session.flow(stream=True, failures=transport.failures), transport))
     finally:
         sys.setprofile(None)
     calls = [c for chunk in chunks for c in chunk["choices"][0]["delta"].get("tool_calls", [])]

@@ -292,12 +292,12 @@ def langchain_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object],
         return sum(1 for _ in ChatModelTransport(inner, [], [True]).stream(request))
 
     def policy() -> object:
-        return sum(1 for _ in drive(_session(), ChatModelTransport(inner, [], [True]), stream=True))
+        return sum(1 for _ in _streamed(ChatModelTransport(inner, [], [True])))
 
     def translated() -> object:
         translator = ChunkTranslator(None)
         count = 0
-        for chunk in drive(_session(), ChatModelTransport(inner, [], [True]), stream=True):
+        for chunk in _streamed(ChatModelTransport(inner, [], [True])):
             count += len(translator.chunk(chunk))
         return count + len(translator.finish())
 
@@ -326,13 +326,11 @@ def llama_index_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object
         return sum(1 for _ in LLMTransport(inner).stream(_session().request()))
 
     def policy() -> object:
-        return sum(1 for _ in drive(_session(), LLMTransport(inner), stream=True))
+        return sum(1 for _ in _streamed(LLMTransport(inner)))
 
     def built() -> object:
         builder = ReplyBuilder()
-        return sum(
-            1 for c in drive(_session(), LLMTransport(inner), stream=True) if builder.chunk(c)
-        )
+        return sum(1 for c in _streamed(LLMTransport(inner)) if builder.chunk(c))
 
     def whole() -> object:
         return sum(1 for _ in wrapped.stream_chat_with_tools(tools, chat_history=question))
@@ -527,3 +525,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _streamed(transport: Any) -> Iterator[dict[str, Any]]:
+    """The reply policy's chunks over `transport`, for a fresh session."""
+    return drive(_session().flow(stream=True, failures=transport.failures), transport)

@@ -65,15 +65,26 @@ class PolicyClient:
         session = self._session(request)
         transport = self._transport(asynchronous=False)
         if request.get("stream") is True:
-            return _validated(drive(session, transport, stream=True))
-        return ChatCompletion.model_validate(next(drive(session, transport, stream=False)))
+            return _validated(
+                drive(session.flow(stream=True, failures=transport.failures), transport)
+            )
+        return ChatCompletion.model_validate(
+            next(drive(session.flow(stream=False, failures=transport.failures), transport))
+        )
 
     async def _acreate(self, **request: Any) -> Any:
         session = self._session(request)
         transport = self._transport(asynchronous=True)
         if request.get("stream") is True:
-            return _avalidated(drive_async(session, transport, stream=True))
-        (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+            return _avalidated(
+                drive_async(session.flow(stream=True, failures=transport.failures), transport)
+            )
+        (completion,) = [
+            c
+            async for c in drive_async(
+                session.flow(stream=False, failures=transport.failures), transport
+            )
+        ]
         return ChatCompletion.model_validate(completion)
 
     def _transport(self, *, asynchronous: bool) -> Any:

@@ -86,7 +86,7 @@ def test_a_request_sent_again_keeps_nothing_the_failed_one_read() -> None:
     is sent again without the constraint: the invalid call it read is not in the reply."""
     script = Script("No.", (INVALID + " and more words", 12), VALID)
     session = _session(ReplyOptions(constrain="gbnf"), tool_choice="required")
-    chunks = list(drive(session, script, stream=True))
+    chunks = list(drive(session.flow(stream=True, failures=script.failures), script))
     final = _final(chunks)
     assert ["grammar" in request for request in script.sent] == [True, True, False]
     assert final["invalid_tool_calls"] == []
@@ -97,7 +97,9 @@ def test_a_request_sent_again_keeps_nothing_the_failed_one_read() -> None:
 
 def test_a_failed_continuation_still_reports_the_usage_streamed_as_whole() -> None:
     script = Script(VALID + INVALID, Failed("down"))
-    chunks = list(drive(_session(ReplyOptions()), script, stream=True))
+    chunks = list(
+        drive(_session(ReplyOptions()).flow(stream=True, failures=script.failures), script)
+    )
     assert [c["usage"] for c in chunks if "usage" in c] == [USAGE]
     completion = {
         "choices": [
@@ -111,12 +113,12 @@ def test_a_failed_continuation_still_reports_the_usage_streamed_as_whole() -> No
     }
     whole = Script(completion, Failed("down"))
     session = ReplySession({"model": "m", "messages": ASK, "tools": [WEATHER]}, HermesFormat())
-    assert next(drive(session, whole, stream=False))["usage"] == USAGE
+    assert next(drive(session.flow(stream=False, failures=whole.failures), whole))["usage"] == USAGE
 
 
 def test_a_reply_whose_only_choice_is_not_the_first_is_answered() -> None:
     chunk = {"choices": [{"index": 1, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}
-    chunks = list(drive(_session(ReplyOptions()), Script([chunk]), stream=True))
+    chunks = list(_streamed(_session(ReplyOptions()), Script([chunk])))
     assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][:2] == [
         None,
         "Hi",
@@ -131,4 +133,8 @@ def test_an_attempt_answered_with_no_choices_fails_naming_it() -> None:
         HermesFormat(),
     )
     with pytest.raises(MalformedAnswerError, match="its choices are empty"):
-        next(drive(session, script, stream=False))
+        next(drive(session.flow(stream=False, failures=script.failures), script))
+
+
+def _streamed(session: ReplySession, script: Script) -> Iterator[dict[str, Any]]:
+    return drive(session.flow(stream=True, failures=script.failures), script)

@@ -153,4 +153,6 @@ class _PolicyClient:
         options = ReplyOptions(repair_attempts=1, check_grounding=check_grounding)
         session = ReplySession(request, self._format, options, aggregate=True)
         transport = ChatModelTransport(self._model, [], self._stop_taken)
-        return ChatCompletion.model_validate(next(drive(session, transport, stream=False)))
+        return ChatCompletion.model_validate(
+            next(drive(session.flow(stream=False, failures=transport.failures), transport))
+        )

@@ -410,42 +410,32 @@ def _constraints(base_url: str, model: str, api_key: str, say: Callable[[str], N
     """The probes `constrain="auto"` sends: which constraint does the server apply?"""
     from openai import OpenAI
 
-    from hermes_tools._constrain.servers import probe_passed, probe_requests
-    from hermes_tools.client.transport import REQUEST_FAILED, create, wire
+    from hermes_tools._policy.drive import drive, emitting
+    from hermes_tools._policy.endpoint import probe_flow
+    from hermes_tools.client.transport import OpenAITransport
 
     with OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0, timeout=600) as c:
-        for kind, request in probe_requests(model):
-            try:
-                answer = wire(create(c, request))
-            except REQUEST_FAILED:
-                continue
-            if probe_passed(kind, answer):
-                say(
-                    f"  constraints: the server applies {_CONSTRAINT_NAMES[kind]} "
-                    "(constrain='auto' holds calls to the tools' schemas)"
-                )
-                return kind
+        transport = OpenAITransport(c)
+        (kind,) = drive(emitting(probe_flow(model, transport.failures)), transport)
+        if isinstance(kind, str):
+            say(
+                f"  constraints: the server applies {_CONSTRAINT_NAMES[kind]} "
+                "(constrain='auto' holds calls to the tools' schemas)"
+            )
+            return kind
     say("  constraints: none takes effect (constrain='auto' would send requests as they are)")
     return None
 
 
 def _window(base_url: str, model: str, api_key: str, say: Callable[[str], None]) -> None:
     """The window `tool_budget="auto"` would learn from the server, and the budget it gives."""
-    from hermes_tools._policy.endpoint import WindowQuestion, ask
+    from openai import OpenAI
+
     from hermes_tools._policy.options import DEFAULT_CONTEXT_WINDOW, ReplyOptions
+    from hermes_tools.client.transport import OpenAITransport
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-    def send(question: WindowQuestion) -> tuple[int, Any]:
-        answer = httpx.request(
-            question.method, question.url, json=question.body, headers=headers, timeout=10
-        )
-        try:
-            return answer.status_code, answer.json()
-        except ValueError:
-            return answer.status_code, None
-
-    window = ask(base_url, model, send)
+    with OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0) as client:
+        window = OpenAITransport(client).context_window(model)
     budget = ReplyOptions().budget_tokens(window)
     if window is not None:
         say(

@@ -9,28 +9,21 @@ exceptions that mean a request failed, which the driver throws into the flow whe
 Whatever the model is (an OpenAI-compatible server, a LangChain or LlamaIndex model in this
 process, the proxy's upstream), the policy is the same.
 
-    (completion,) = drive(session, transport, stream=False)
-    for chunk in drive(session, transport, stream=True): ...
+    (completion,) = drive(session.flow(stream=False, failures=transport.failures), transport)
+    for chunk in drive(session.flow(stream=True, failures=transport.failures), transport): ...
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from hermes_tools._policy.session import (
-    CLOSE,
-    END,
-    READ,
-    Create,
-    Emit,
-    Need,
-    Open,
-    ReplySession,
-    Window,
-)
+if TYPE_CHECKING:
+    from hermes_tools._policy.endpoint import WindowQuestion
 
 # The longest an async stream runs without letting other tasks on the loop run. A fast
 # server's events arrive buffered, and a client hands them out without waiting on the socket:
@@ -40,6 +33,67 @@ MAX_TURN_SECONDS = 0.02
 # What `drive(..., announce_open=True)` yields once the first request is open: a caller that
 # must fail where the request was made (the `openai` SDK's `create(stream=True)`) reads it first.
 OPENED = object()
+
+
+# -- what a flow asks its driver to do ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Ask the model's context window where the transport can say; answered with it or None
+    (an HTTP transport asks its server: see `endpoint.window_flow`)."""
+
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Send a request whole; answered with the `chat.completion`."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """Open a streamed request; answered with nothing (its chunks come by `READ`)."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Give these to the caller: chunks, or the whole `chat.completion`."""
+
+    items: list[Any]
+
+
+class Step(enum.Enum):
+    READ = enum.auto()  # the open stream's next chunk; answered with it, or END
+    CLOSE = enum.auto()  # close the open stream
+    END = enum.auto()  # (an answer) the open stream is over
+
+
+READ, CLOSE, END = Step.READ, Step.CLOSE, Step.END
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """Ask the server a plain HTTP question (its context window); answered with its status
+    and JSON, or None when the server could not be reached."""
+
+    question: WindowQuestion
+
+
+Need = Window | Create | Open | Emit | Fetch | Step
+# A flow: yields what it needs, is sent the answers (a transport's failure is thrown into it
+# where it asked), emits what it gives the caller, and returns when it is over.
+Flow = Generator[Need, Any, None]
+
+
+def emitting(flow: Generator[Need, Any, Any]) -> Flow:
+    """`flow`, emitting what it returns: a flow asked on its own (a probe, the window), where
+    the session's flow takes its value with `yield from`."""
+    yield Emit([(yield from flow)])
 
 
 class Transport(Protocol):
@@ -58,11 +112,8 @@ class AsyncTransport(Protocol):
     async def create(self, request: dict[str, Any]) -> Mapping[str, Any]: ...
 
 
-def drive(
-    session: ReplySession, transport: Transport, *, stream: bool, announce_open: bool = False
-) -> Iterator[Any]:
-    """Run the session's flow over a sync transport: the chunks, or the one completion."""
-    flow = session.flow(stream=stream, failures=transport.failures)
+def drive(flow: Flow, transport: Transport, *, announce_open: bool = False) -> Iterator[Any]:
+    """Run `flow` over a sync transport; yields what it emits."""
     upstream: Iterator[Mapping[str, Any]] | None = None
     answer: Any = None
     failure: BaseException | None = None
@@ -92,6 +143,8 @@ def drive(
                 elif type(need) is Window:
                     ask = getattr(transport, "context_window", None)
                     answer = ask(need.model) if ask is not None else None
+                elif type(need) is Fetch:
+                    answer = transport.fetch(need.question)  # type: ignore[attr-defined]
             except transport.failures as error:
                 _closed(upstream)
                 upstream, failure = None, error
@@ -101,14 +154,9 @@ def drive(
 
 
 async def drive_async(
-    session: ReplySession,
-    transport: AsyncTransport,
-    *,
-    stream: bool,
-    announce_open: bool = False,
+    flow: Flow, transport: AsyncTransport, *, announce_open: bool = False
 ) -> AsyncIterator[Any]:
     """`drive`, over an async transport; it lets the loop's other tasks run while it reads."""
-    flow = session.flow(stream=stream, failures=transport.failures)
     upstream: AsyncIterator[Mapping[str, Any]] | None = None
     answer: Any = None
     failure: BaseException | None = None
@@ -143,6 +191,8 @@ async def drive_async(
                 elif type(need) is Window:
                     ask = getattr(transport, "context_window", None)
                     answer = await ask(need.model) if ask is not None else None
+                elif type(need) is Fetch:
+                    answer = await transport.fetch(need.question)  # type: ignore[attr-defined]
             except transport.failures as error:
                 await _closed_async(upstream)
                 upstream, failure = None, error

@@ -43,12 +43,13 @@ import enum
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
 
-from hermes_tools._constrain.servers import ServerKind, probe_requests
+from hermes_tools._constrain.servers import ServerKind, probe_passed, probe_requests
+from hermes_tools._policy.drive import Create, Fetch
 from hermes_tools._policy.request import PreparedRequest
 
 T = TypeVar("T")
@@ -262,37 +263,17 @@ def _ollama(answer: Any, model: str) -> int | None:
 Answer = tuple[int, Any]
 
 
-def ask(base_url: str, model: str, send: Callable[[WindowQuestion], Answer]) -> int | None:
-    """The window the server at `base_url` says, asking with `send` (which raises only when
-    the server cannot be reached), once per process for each endpoint and model."""
+def window_flow(base_url: str, model: str) -> Generator[Fetch, Any, int | None]:
+    """The window the server at `base_url` says, as a flow: it asks each question (`Fetch`,
+    answered None when the server could not be reached) and returns the window, or None; once
+    per process for each endpoint and model."""
     known = WINDOW_MEMORY.recall(base_url, model)
     if not isinstance(known, Unknown):
         return known
     answered = False
     for question in window_questions(base_url, model):
-        try:
-            answer = send(question)
-        except Exception:  # unreachable, or refused before answering
-            continue
-        answered = True
-        window = _read(question, answer, model)
-        if window is not None:
-            return _remember(base_url, model, window)
-    return _remember(base_url, model, None) if answered else None
-
-
-async def aask(
-    base_url: str, model: str, send: Callable[[WindowQuestion], Awaitable[Answer]]
-) -> int | None:
-    """`ask`, with an async `send`."""
-    known = WINDOW_MEMORY.recall(base_url, model)
-    if not isinstance(known, Unknown):
-        return known
-    answered = False
-    for question in window_questions(base_url, model):
-        try:
-            answer = await send(question)
-        except Exception:
+        answer = yield Fetch(question)
+        if answer is None:
             continue
         answered = True
         window = _read(question, answer, model)
@@ -311,6 +292,30 @@ def _remember(base_url: str, model: str, window: int | None) -> int | None:
     reached is, next time)."""
     WINDOW_MEMORY.remember(base_url, model, window)
     return window
+
+
+def probe_flow(
+    model: str, failures: tuple[type[BaseException], ...]
+) -> Generator[Create, Any, ServerKind | Unknown | None]:
+    """The probes `constrain="auto"` sends, as a flow: returns the kind of constraint that
+    took effect, None when none did, or `UNKNOWN` when no server could be reached (then it is
+    probed again next time)."""
+    answered = False
+    for kind, request in probe_requests(model):
+        try:
+            response = yield Create(request)
+        except failures as error:
+            answered = answered or _answered(error)
+            continue
+        if probe_passed(kind, response):
+            return kind
+        answered = True
+    return None if answered else UNKNOWN
+
+
+def _answered(error: BaseException) -> bool:
+    """Whether a failed request reached a server that answered (with an error status)."""
+    return any(isinstance(getattr(error, name, None), int) for name in ("status_code", "status"))
 
 
 class EndpointUse:
@@ -382,12 +387,10 @@ class EndpointUse:
             and c.memory.recall(c.endpoint, self._prepared.model) is UNKNOWN
         )
 
-    def probe_requests(self) -> list[tuple[ServerKind, dict[str, Any]]]:
-        return probe_requests(self._prepared.model)
-
-    def probed(self, kind: ServerKind | None) -> None:
-        """What the probe showed: the kind of constraint that took effect, or None."""
-        if self._constrain is not None:
+    def probed(self, kind: ServerKind | Unknown | None) -> None:
+        """What the probe showed: the kind of constraint that took effect, or None (UNKNOWN:
+        nothing, the endpoint could not be reached)."""
+        if self._constrain is not None and kind is not UNKNOWN:
             c = self._constrain
             c.memory.remember(c.endpoint, self._prepared.model, kind)
 

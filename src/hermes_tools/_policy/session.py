@@ -32,16 +32,14 @@ a continuation, the calls so far).
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from hermes_tools._constrain.servers import probe_passed
 from hermes_tools._json_text.lexer import canonical
 from hermes_tools._policy.answer_shape import check_chunk, check_completion
 from hermes_tools._policy.attempt import UpstreamAttempt
-from hermes_tools._policy.endpoint import EndpointUse, refuses_tools
+from hermes_tools._policy.drive import CLOSE, END, READ, Create, Emit, Flow, Open, Window
+from hermes_tools._policy.endpoint import EndpointUse, probe_flow, refuses_tools
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.reply import ChoiceReply, Chunk, Delta, MadeCall, ReplyEnvelope
 from hermes_tools._policy.request import PreparedRequest, ShownTools, prepare
@@ -201,51 +199,6 @@ DEFAULT_OPTIONS = ReplyOptions()
 __all__ = ["DEFAULT_OPTIONS", "Chunk", "ReplySession"]
 
 
-# -- what the session's flow asks a driver to do -----------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """Ask the model's context window where the transport can say; answered with it or None."""
-
-    model: str
-
-
-@dataclass(frozen=True, slots=True)
-class Create:
-    """Send a request whole; answered with the `chat.completion`."""
-
-    request: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Open:
-    """Open a streamed request; answered with nothing (its chunks come by `READ`)."""
-
-    request: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Emit:
-    """Give these to the caller: chunks, or the whole `chat.completion`."""
-
-    items: list[Any]
-
-
-class Step(enum.Enum):
-    READ = enum.auto()  # the open stream's next chunk; answered with it, or END
-    CLOSE = enum.auto()  # close the open stream
-    END = enum.auto()  # (an answer) the open stream is over
-
-
-READ, CLOSE, END = Step.READ, Step.CLOSE, Step.END
-
-Need = Window | Create | Open | Emit | Step
-# The session's flow: yields what it needs, is sent the answers (a transport's failure is
-# thrown into it where it asked), and returns when the reply is over.
-Flow = Generator[Need, Any, None]
-
-
 class ReplySession:
     """One request and its reply, over as many attempts as the policy asks for.
 
@@ -342,21 +295,8 @@ class ReplySession:
         """Find out what the endpoint constrains, where the session needs to know (before any
         attempt: the first, or the one after the tools sent natively were refused)."""
         endpoint = self.endpoint_use
-        if not endpoint.needs_probe:
-            return
-        answered = False
-        for kind, request in endpoint.probe_requests():
-            try:
-                response = yield Create(request)
-            except failures as error:
-                answered = answered or _answered(error)
-                continue
-            if probe_passed(kind, response):
-                endpoint.probed(kind)
-                return
-            answered = True
-        if answered:  # an endpoint that could not be reached is probed again next time
-            endpoint.probed(None)
+        if endpoint.needs_probe:
+            endpoint.probed((yield from probe_flow(self.model, failures)))
 
     def _send_again(self, error: BaseException) -> bool:
         """Whether a request that failed before any of its reply went out is sent again: the
@@ -515,8 +455,3 @@ class ReplySession:
                 + ". Allow more repair_attempts, use a model that follows the tools prompt, "
                 "or do not require a call."
             )
-
-
-def _answered(error: BaseException) -> bool:
-    """Whether a failed request reached a server that answered (with an error status)."""
-    return any(isinstance(getattr(error, name, None), int) for name in ("status_code", "status"))

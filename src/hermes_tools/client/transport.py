@@ -12,7 +12,8 @@ from openai import APIError, AsyncOpenAI, AsyncStream, NotGiven, Omit, OpenAI, S
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes_tools._constrain.servers import EXTRA_FIELDS
-from hermes_tools._policy.endpoint import Answer, WindowQuestion, aask, ask
+from hermes_tools._policy.drive import drive, drive_async, emitting
+from hermes_tools._policy.endpoint import Answer, WindowQuestion, window_flow
 from hermes_tools.client.diagnosis import explained
 from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
 
@@ -44,19 +45,21 @@ class OpenAITransport:
 
     def context_window(self, model: str) -> int | None:
         """The model's window as the endpoint's server says it (asked once per process)."""
+        (window,) = drive(emitting(window_flow(str(self.client.base_url), model)), self)
+        return window  # type: ignore[no-any-return]
+
+    def fetch(self, question: WindowQuestion) -> Answer | None:
         quick = self.client.with_options(max_retries=0, timeout=WINDOW_SECONDS)
-
-        def send(question: WindowQuestion) -> Answer:
-            try:
-                if question.method == "GET":
-                    response = quick.get(question.url, cast_to=httpx.Response)
-                else:
-                    response = quick.post(question.url, body=question.body, cast_to=httpx.Response)
-            except openai.APIStatusError as error:
-                return error.status_code, None
-            return response.status_code, _json(response)
-
-        return ask(str(self.client.base_url), model, send)
+        try:
+            if question.method == "GET":
+                response = quick.get(question.url, cast_to=httpx.Response)
+            else:
+                response = quick.post(question.url, body=question.body, cast_to=httpx.Response)
+        except openai.APIStatusError as error:
+            return error.status_code, None
+        except Exception:  # unreachable, or refused before answering
+            return None
+        return response.status_code, _json(response)
 
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         opened: Stream[ChatCompletionChunk] = create(self.client, request)
@@ -75,21 +78,24 @@ class AsyncOpenAITransport:
         self.response: Any = None  # the HTTP response of the stream opened last
 
     async def context_window(self, model: str) -> int | None:
+        flow = emitting(window_flow(str(self.client.base_url), model))
+        (window,) = [w async for w in drive_async(flow, self)]
+        return window  # type: ignore[no-any-return]
+
+    async def fetch(self, question: WindowQuestion) -> Answer | None:
         quick = self.client.with_options(max_retries=0, timeout=WINDOW_SECONDS)
-
-        async def send(question: WindowQuestion) -> Answer:
-            try:
-                if question.method == "GET":
-                    response = await quick.get(question.url, cast_to=httpx.Response)
-                else:
-                    response = await quick.post(
-                        question.url, body=question.body, cast_to=httpx.Response
-                    )
-            except openai.APIStatusError as error:
-                return error.status_code, None
-            return response.status_code, _json(response)
-
-        return await aask(str(self.client.base_url), model, send)
+        try:
+            if question.method == "GET":
+                response = await quick.get(question.url, cast_to=httpx.Response)
+            else:
+                response = await quick.post(
+                    question.url, body=question.body, cast_to=httpx.Response
+                )
+        except openai.APIStatusError as error:
+            return error.status_code, None
+        except Exception:  # unreachable, or refused before answering
+            return None
+        return response.status_code, _json(response)
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         opened: AsyncStream[ChatCompletionChunk] = await acreate(self.client, request)

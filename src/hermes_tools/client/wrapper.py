@@ -163,9 +163,13 @@ class HermesOpenAI(_Wrapper[OpenAI]):
             return create(self._client, kwargs)  # type: ignore[no-any-return]
         transport = OpenAITransport(self._client)
         if plain_request(kwargs).get("stream") is not True:
-            (completion,) = drive(session, transport, stream=False)
+            (completion,) = drive(
+                session.flow(stream=False, failures=transport.failures), transport
+            )
             return ChatCompletion.model_validate(completion)
-        chunks = drive(session, transport, stream=True, announce_open=True)
+        chunks = drive(
+            session.flow(stream=True, failures=transport.failures), transport, announce_open=True
+        )
         next(chunks)  # the request is open: a failing one fails here, as the SDK's does
         return HermesStream(chunks, transport.response)
 
@@ -211,9 +215,16 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
             return await acreate(self._client, kwargs)  # type: ignore[no-any-return]
         transport = AsyncOpenAITransport(self._client)
         if plain_request(kwargs).get("stream") is not True:
-            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+            (completion,) = [
+                c
+                async for c in drive_async(
+                    session.flow(stream=False, failures=transport.failures), transport
+                )
+            ]
             return ChatCompletion.model_validate(completion)
-        chunks = drive_async(session, transport, stream=True, announce_open=True)
+        chunks = drive_async(
+            session.flow(stream=True, failures=transport.failures), transport, announce_open=True
+        )
         await anext(chunks)  # the request is open: a failing one fails here, as the SDK's does
         return AsyncHermesStream(chunks, transport.response)
 

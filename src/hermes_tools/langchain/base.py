@@ -142,7 +142,7 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         translator = ChunkTranslator(self.output_version, response_format=response_format)
         transport = self._transport(run_manager)
         with self._transport_scope(transport):
-            for chunk in drive(session, transport, stream=True):
+            for chunk in drive(session.flow(stream=True, failures=transport.failures), transport):
                 for message in translator.chunk(chunk):
                     yield _announced(message, run_manager)
         for message in translator.finish(self._response_metadata(transport)):
@@ -164,7 +164,9 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         translator = ChunkTranslator(self.output_version, response_format=response_format)
         transport = self._async_transport(run_manager)
         async with self._async_transport_scope(transport):
-            async for chunk in drive_async(session, transport, stream=True):
+            async for chunk in drive_async(
+                session.flow(stream=True, failures=transport.failures), transport
+            ):
                 for message in translator.chunk(chunk):
                     yield await _async_announced(message, run_manager)
         for message in translator.finish(self._response_metadata(transport)):
@@ -181,7 +183,9 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         session = self._session(request, stream=False)
         transport = self._transport(run_manager)
         with self._transport_scope(transport):
-            (completion,) = drive(session, transport, stream=False)
+            (completion,) = drive(
+                session.flow(stream=False, failures=transport.failures), transport
+            )
         return chat_result(
             completion,
             response_format=response_format,
@@ -199,7 +203,12 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         session = self._session(request, stream=False)
         transport = self._async_transport(run_manager)
         async with self._async_transport_scope(transport):
-            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+            (completion,) = [
+                c
+                async for c in drive_async(
+                    session.flow(stream=False, failures=transport.failures), transport
+                )
+            ]
         return chat_result(
             completion,
             response_format=response_format,

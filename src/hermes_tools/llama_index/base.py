@@ -108,7 +108,9 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         session = self._session(self._request(messages, kwargs, stream=False), stream=False)
         transport = self._transport()
         with self._transport_scope(transport):
-            (completion,) = drive(session, transport, stream=False)
+            (completion,) = drive(
+                session.flow(stream=False, failures=transport.failures), transport
+            )
         return chat_response(completion, self._response_raw(completion, whole=True))
 
     def _stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
@@ -118,7 +120,9 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
             builder = ReplyBuilder()
             transport = self._transport()
             with self._transport_scope(transport):
-                for chunk in drive(session, transport, stream=True):
+                for chunk in drive(
+                    session.flow(stream=True, failures=transport.failures), transport
+                ):
                     yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
 
         return responses()
@@ -127,7 +131,12 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
         session = self._session(self._request(messages, kwargs, stream=False), stream=False)
         transport = self._async_transport()
         async with self._async_transport_scope(transport):
-            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+            (completion,) = [
+                c
+                async for c in drive_async(
+                    session.flow(stream=False, failures=transport.failures), transport
+                )
+            ]
         return chat_response(completion, self._response_raw(completion, whole=True))
 
     async def _astream_chat(
@@ -139,7 +148,9 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
             builder = ReplyBuilder()
             transport = self._async_transport()
             async with self._async_transport_scope(transport):
-                async for chunk in drive_async(session, transport, stream=True):
+                async for chunk in drive_async(
+                    session.flow(stream=True, failures=transport.failures), transport
+                ):
                     yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
 
         return responses()

@@ -338,7 +338,12 @@ async def whole_answer(
         completion = await transport.create(chat)
         check_completion(completion)
         return completion
-    (completion,) = [answer async for answer in drive_async(session, transport, stream=False)]
+    (completion,) = [
+        answer
+        async for answer in drive_async(
+            session.flow(stream=False, failures=transport.failures), transport
+        )
+    ]
     return completion  # type: ignore[no-any-return]
 
 
@@ -350,7 +355,7 @@ def answer_chunks(
     ended with a finish reason."""
     if session is None:
         return _checked(transport, chat)
-    return drive_async(session, transport, stream=True)
+    return drive_async(session.flow(stream=True, failures=transport.failures), transport)
 
 
 async def _checked(transport: UpstreamChat, chat: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

@@ -189,7 +189,12 @@ class Messages(_MessagesHandler):
     ) -> None:
         estimate = estimated_tokens(session.request()["messages"])
         try:
-            (completion,) = [c async for c in drive_async(session, transport, stream=False)]
+            (completion,) = [
+                c
+                async for c in drive_async(
+                    session.flow(stream=False, failures=transport.failures), transport
+                )
+            ]
         except Exception as exc:
             await _relay(exc, responder, self)
             return
@@ -273,7 +278,12 @@ async def _read_upstream(
     sender: MemoryObjectSendStream[_Item],
 ) -> None:
     """Drive the policy over the upstream, handing on each chunk, then any failure."""
-    async with sender, closed_at_end(drive_async(session, transport, stream=True)) as chunks:
+    async with (
+        sender,
+        closed_at_end(
+            drive_async(session.flow(stream=True, failures=transport.failures), transport)
+        ) as chunks,
+    ):
         try:
             async for chunk in chunks:
                 await sender.send(("chunk", chunk))

@@ -21,7 +21,8 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from hermes_tools._policy.endpoint import Answer, WindowQuestion, aask, model_ids
+from hermes_tools._policy.drive import drive_async, emitting
+from hermes_tools._policy.endpoint import Answer, WindowQuestion, model_ids, window_flow
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError, UpstreamEventError
@@ -65,8 +66,11 @@ class UpstreamChat:
 
     async def context_window(self, model: str) -> int | None:
         """The model's window as the upstream says it (asked once per process)."""
+        (window,) = [w async for w in drive_async(emitting(window_flow(self._base, model)), self)]
+        return window  # type: ignore[no-any-return]
 
-        async def send(question: WindowQuestion) -> Answer:
+    async def fetch(self, question: WindowQuestion) -> Answer | None:
+        try:
             response = await self._http.request(
                 question.method,
                 question.url,
@@ -74,13 +78,13 @@ class UpstreamChat:
                 headers={k: v for k, v in self._headers.items() if k != b"content-type"},
                 timeout=WINDOW_SECONDS,
             )
-            try:
-                data = response.json()
-            except ValueError:
-                data = None
-            return response.status_code, data
-
-        return await aask(self._base, model, send)
+        except Exception:  # unreachable, or refused before answering
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        return response.status_code, data
 
     async def _failure(self, response: httpx.Response, model: object) -> UpstreamError:
         """The upstream's error status; where it says it has no such model, with the models
