@@ -19,9 +19,8 @@ SYNTAXES: tuple[Syntax, ...] = ("json", "qwen3_coder", "pythonic")
 # one block per call (parallel calls), answer from the results (no call repeated after its
 # result), answer directly when no function is needed (fewer calls on small talk), and
 # Hermes-2-Pro's "Don't make assumptions about what values to plug into functions" (fewer calls
-# with values nobody said: on Qwen2.5-Coder-1.5B, 10 of 12 small-talk questions answered in
-# text instead of 8). It never mentions the results' tag: a prompt that does makes small models
-# write made-up results.
+# with values nobody said; the figures are in bench/results). It never mentions the results'
+# tag: a prompt that does makes small models write made-up results.
 PREAMBLE = (  # public: a template may be built on the default's first lines
     "# Tools\n\n"
     "You may call one or more functions to assist with the user query.\n\n"
