@@ -501,10 +501,10 @@ def fault(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     """Make the front fail while writing its second event: a fault of the proxy's own."""
 
     def inject(front: str) -> None:
-        from hermes_tools.serve import exchange, messages_reply, responses_reply
+        from hermes_tools.serve import messages_reply, request_log, responses_reply
 
         target: Any = {
-            "chat": (exchange.Exchange, "count"),
+            "chat": (request_log.Exchange, "count"),
             "responses": (responses_reply.ResponseEvents, "chunk"),
             "messages": (messages_reply.MessageEvents, "chunk"),
         }[front]

@@ -42,7 +42,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_tools.serve.chat import ChatCompletions
-from hermes_tools.serve.heap import freeze_startup
+from hermes_tools.serve.memory_return import freeze_startup
 from hermes_tools.serve.messages import CountTokens, Messages
 from hermes_tools.serve.passthrough import PassThrough, RefusedPath
 from hermes_tools.serve.paths import judge_scope

@@ -11,7 +11,6 @@ from starlette.types import Receive
 
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import RequestRejected
-from hermes_tools.serve.exchange import Exchange
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
@@ -23,9 +22,10 @@ from hermes_tools.serve.http import (
     stream_failure,
     whole_answer,
 )
+from hermes_tools.serve.json_codec import encode
+from hermes_tools.serve.request_log import Exchange
 from hermes_tools.serve.upstream import UpstreamChat
 from hermes_tools.serve.validation import check_chat_request
-from hermes_tools.serve.wire import encode
 
 
 class ChatCompletions(Handler):

@@ -33,7 +33,9 @@ from hermes_tools.errors import (
     MalformedAnswerError,
     ToolCallRequiredError,
 )
-from hermes_tools.serve.exchange import (
+from hermes_tools.serve.limits import check_body, read_body
+from hermes_tools.serve.memory_return import TRIM_AFTER_BYTES, give_back
+from hermes_tools.serve.request_log import (
     CLIENT_CLOSED,
     EXCHANGE,
     Exchange,
@@ -41,8 +43,6 @@ from hermes_tools.serve.exchange import (
     printable,
     relayed_headers,
 )
-from hermes_tools.serve.heap import TRIM_AFTER_BYTES, give_back
-from hermes_tools.serve.limits import check_body, read_body
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat, decoded
 from hermes_tools.serve.validation import parse_body

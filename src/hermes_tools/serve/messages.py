@@ -31,7 +31,6 @@ from starlette.types import Receive, Send
 from hermes_tools._policy.drive import drive_async
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError
-from hermes_tools.serve.exchange import Exchange, relayed_headers
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
@@ -42,6 +41,7 @@ from hermes_tools.serve.http import (
     stream_failure,
     upstream_message,
 )
+from hermes_tools.serve.json_codec import SPACED, encode
 from hermes_tools.serve.messages_reply import (
     CHARS_PER_TOKEN,
     PING,
@@ -53,8 +53,8 @@ from hermes_tools.serve.messages_reply import (
     sse,
 )
 from hermes_tools.serve.messages_request import chat_request, rejected
+from hermes_tools.serve.request_log import Exchange, relayed_headers
 from hermes_tools.serve.upstream import UpstreamChat
-from hermes_tools.serve.wire import SPACED, encode
 
 # Seconds of silence from the upstream after which a stream gets a `ping` event.
 PING_SECONDS = 10.0

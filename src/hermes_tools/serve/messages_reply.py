@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_tools.serve.wire import SPACED, encode
+from hermes_tools.serve.json_codec import SPACED, encode
 
 Event = tuple[str, dict[str, Any]]  # an SSE event's name and data
 

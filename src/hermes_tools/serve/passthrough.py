@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.types import Receive, Send
 
 from hermes_tools._signals import RequestRejected, UpstreamCut
-from hermes_tools.serve.exchange import Exchange, printable
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect, unreachable
 from hermes_tools.serve.limits import read_body
 from hermes_tools.serve.messages import AnthropicResponder
 from hermes_tools.serve.paths import judge_scope
+from hermes_tools.serve.request_log import Exchange, printable
 from hermes_tools.serve.upstream import wire_headers
 
 # "METHOD /path" patterns (shell-style) of the routes passed on without being opened.

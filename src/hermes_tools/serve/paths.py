@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from hermes_tools.serve.exchange import CONTROL
+from hermes_tools.serve.request_log import CONTROL
 
 # More layers of encoding than a client has any reason to send.
 MAX_DECODINGS = 4

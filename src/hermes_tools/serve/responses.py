@@ -35,7 +35,6 @@ from starlette.types import Receive, Send
 
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import RequestRejected, ResponseStoreUnavailable
-from hermes_tools.serve.exchange import Exchange, bounded, printable
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
@@ -47,13 +46,14 @@ from hermes_tools.serve.http import (
     stream_failure,
     whole_answer,
 )
+from hermes_tools.serve.json_codec import encode, encode_in_pieces
+from hermes_tools.serve.request_log import Exchange, bounded, printable
 from hermes_tools.serve.response_store import ResponseStore
 from hermes_tools.serve.responses_reply import ResponseEvents, new_id, response_object, sse
 from hermes_tools.serve.responses_request import ChatRequest, Item, read_request
 from hermes_tools.serve.settings import ServeSettings
 from hermes_tools.serve.upstream import Upstream, UpstreamChat
 from hermes_tools.serve.validation import requested_model
-from hermes_tools.serve.wire import encode, encode_in_pieces
 
 log = logging.getLogger("hermes_tools.serve")
 

@@ -17,8 +17,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_tools.serve.json_codec import encode
 from hermes_tools.serve.responses_request import ChatRequest, Item
-from hermes_tools.serve.wire import encode
 
 Event = dict[str, Any]
 

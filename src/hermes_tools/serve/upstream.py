@@ -27,9 +27,9 @@ from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._signals import UpstreamError, UpstreamEventError
 from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
-from hermes_tools.serve.exchange import count_upstream_request, note_upstream_headers
+from hermes_tools.serve.json_codec import decode, encode_in_pieces
+from hermes_tools.serve.request_log import count_upstream_request, note_upstream_headers
 from hermes_tools.serve.settings import ServeSettings
-from hermes_tools.serve.wire import decode, encode_in_pieces
 
 # How long the upstream may take to say a model's context window (asked once per process).
 WINDOW_SECONDS = 5.0

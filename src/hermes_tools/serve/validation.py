@@ -14,7 +14,7 @@ from typing import Any
 from hermes_tools._signals import RequestRejected
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, ToolSchemaError
-from hermes_tools.serve.wire import decode
+from hermes_tools.serve.json_codec import decode
 
 
 def _is_bool(value: object) -> bool:

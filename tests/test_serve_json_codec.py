@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_tools.serve import wire
+from hermes_tools.serve import json_codec as wire
 
 JSON = st.recursive(
     st.none()
