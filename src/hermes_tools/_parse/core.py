@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from hermes_tools._parse.machine import ALLOWED, Seen
+from hermes_tools._parse.machine import FOLLOWING, Seen
 from hermes_tools._parse.output import EventOutput
 from hermes_tools._parse.readers.driver import Block
 from hermes_tools._parse.states import AFTER_END, CONTENT, REASONING, StateData
@@ -107,7 +107,7 @@ class ParserCore:
     def _go(self, seen: Seen, state: StateData) -> None:
         """The one change of state: on `seen`, to `state` (made fresh for it), as the
         machine's table allows."""
-        assert (self._state.kind, seen, state.kind) in ALLOWED, (self._state.kind, seen, state.kind)
+        assert state.kind in FOLLOWING[self._state.kind][seen], (self._state, seen, state)
         self._state = state
 
     def _end_of_turn(self, end: int) -> int:

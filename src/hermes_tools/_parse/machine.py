@@ -188,15 +188,19 @@ TRANSITIONS: Mapping[State, Mapping[Seen, State | frozenset[State]]] = {
 }
 
 
-# The table as (state, seen, following) triples: the check every change of state makes.
-ALLOWED = frozenset(
-    (state, seen, following)
-    for state, row in TRANSITIONS.items()
-    for seen, target in row.items()
-    for following in (target if isinstance(target, frozenset) else (target,))
-)
+def _targets(target: State | frozenset[State] | None) -> frozenset[State]:
+    if target is None:
+        return frozenset()
+    return target if isinstance(target, frozenset) else frozenset({target})
+
+
+# The table as sets of targets, every state by every `Seen` (empty where the table has no
+# entry): the check every change of state makes, in two lookups.
+FOLLOWING: Mapping[State, Mapping[Seen, frozenset[State]]] = {
+    state: {seen: _targets(row.get(seen)) for seen in Seen} for state, row in TRANSITIONS.items()
+}
 
 
 def allows(state: State, seen: Seen, following: State) -> bool:
     """Whether the table lets `state`, on `seen`, be followed by `following`."""
-    return (state, seen, following) in ALLOWED
+    return following in FOLLOWING[state][seen]

@@ -236,7 +236,7 @@ class StreamParser(TaglessCalls, CodeSpans):
             scan = at + 1
         self._text(buf[pos:at])
         if ch == "`":
-            self._go(Seen.BACKTICKS, Ticks(at_line_start=self._line_start))
+            self._go(Seen.BACKTICKS, Ticks(self._line_start))
             return at
         if ch == "{" or ch == "[":
             return self._maybe_tagless(buf, at)

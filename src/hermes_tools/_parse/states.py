@@ -66,7 +66,7 @@ class Ticks(StateData):
     __slots__ = ("at_line_start", "run")
     kind = State.TICKS
 
-    def __init__(self, *, at_line_start: bool) -> None:
+    def __init__(self, at_line_start: bool) -> None:
         self.run = 0  # backticks counted so far
         self.at_line_start = at_line_start  # the run began a line: it may open a fence
 
