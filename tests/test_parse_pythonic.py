@@ -290,3 +290,28 @@ def test_after_text_only_the_call_that_ends_the_reply_is_read() -> None:
     result = parse_every_split(text, TOOLS)
     assert [call.arguments["city"] for call in result.tool_calls] == ["Oslo"]
     assert result.content == "Like [get_weather(city='Berlin')] and"
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ('Done {"x.[get_weather(city="LA"), register_user(name="Doe")]', 'Done {"x.'),
+        ("Done {'x. [get_weather(city='LA'), register_user(name='Doe')]", "Done {'x."),
+        ('{"x": 1, "y [get_weather(city="LA"), register_user(name="Doe")]', '{"x": 1, "y'),
+        (
+            'Done {"x. {"name": "get_weather", "arguments": {"city": "LA"}}\n'
+            '{"name": "register_user", "arguments": {"name": "Doe"}}',
+            'Done {"x.',
+        ),
+    ],
+)
+def test_a_call_list_after_a_brace_and_a_quote_in_prose_is_read(text: str, content: str) -> None:
+    # The fuzz input (issue 60): prose ending in `{"x.`, then a list of calls without tags.
+    # The brace's would-be key ran over the list's `[` and the list was never read.
+    result = parse_every_split(text, TOOLS)
+    assert [(call.name, call.arguments) for call in result.tool_calls] == [
+        ("get_weather", {"city": "LA"}),
+        ("register_user", {"name": "Doe"}),
+    ]
+    assert result.invalid_tool_calls == []
+    assert result.content == content

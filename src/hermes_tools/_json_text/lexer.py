@@ -49,9 +49,13 @@ if TYPE_CHECKING:
 
 _STRING_STOP = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
 # A limited key (a call's key outside any tag) also stops at what no key of a call holds and
-# what the text around it must still see: a tag, a backtick (code), a line break (a fence).
-_LIMITED_KEY_STOP = {'"': re.compile(r'["\\<`\r\n]'), "'": re.compile(r"['\\<`\r\n]")}
-_NOT_IN_A_KEY = "<`\r\n"
+# what the text around it must still see: a tag, a backtick (code), a line break (a fence), a
+# bracket or a brace (a call without tags).
+_LIMITED_KEY_STOP = {
+    '"': re.compile(r'["\\<`\r\n\[{]'),
+    "'": re.compile(r"['\\<`\r\n\[{]"),
+}
+_NOT_IN_A_KEY = "<`\r\n[{"
 # From a backslash: a run of characters and complete two-character escapes, decoded in one
 # piece (text with many escapes, like code in a file's content, would otherwise cost a step
 # per escape); `\\u` escapes and anything unusual are left to the step-by-step path.
