@@ -32,9 +32,7 @@ from langchain_core.messages import AIMessageChunk
 from pydantic import BaseModel
 
 from hermes_tools._adapters import settings
-from hermes_tools._adapters.settings import HermesSettings, ToolCallingSettings
-from hermes_tools._policy.options import REPLY_OPTIONS, http_only
-from hermes_tools.format import FORMAT_OPTIONS
+from hermes_tools._adapters.settings import ToolCallingSettings
 from scripted_server import Reply, ScriptedServer
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -231,8 +229,8 @@ def documented_models() -> Iterator[tuple[str, type, list[str] | None]]:
 
 def options_of(model: type) -> set[str]:
     """What a model takes and offers from the options shared by every hermes-tools model:
-    the fields and public members of the settings mixins it inherits, and every format and
-    reply-policy option (those of HTTP only on the models that reach an endpoint)."""
+    the fields and public members of the settings mixins it inherits (the format and reply
+    options among them, `constrain` on the models that reach an endpoint only)."""
     mixins = [base for base in model.__mro__ if base.__module__ == settings.__name__]
     names: set[str] = set()
     for mixin in mixins:
@@ -242,9 +240,6 @@ def options_of(model: type) -> set[str]:
             for name, member in vars(mixin).items()
             if not name.startswith("_") and isinstance(member, (FunctionType, property))
         )
-    over_http = issubclass(model, HermesSettings)
-    names.update(name for name in REPLY_OPTIONS if over_http or not http_only(name))
-    names.update("prompt_template" if name == "template" else name for name in FORMAT_OPTIONS)
     return names
 
 

@@ -32,8 +32,9 @@ FLOORS: dict[str, int] = {
     # the public exceptions; the parser's events and results
     "errors": 1,
     "events": 1,
-    # the exceptions that never leave the package
+    # the exceptions that never leave the package; an option's declaration (its check raises)
     "_signals": 2,
+    "_option": 2,
     # JSON text: lexer, partial values, repairs, writer, limits, what closes a text
     "_json_text": 3,
     # tool specs, schema checks, argument fitting, grounding, trust

@@ -23,43 +23,39 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
+from hermes_tools._option import Kind, Option, Switch
+from hermes_tools._policy.options import REPLY, ReplyOptions
 from hermes_tools.errors import HermesToolsError, ProfileError, ServeConfigError
-from hermes_tools.format import HermesFormat
+from hermes_tools.format import FORMAT, HermesFormat
 
-# Every option a model rule may set, and the types its value may have: the format's, the reply
-# policy's (declared in `ReplyOptions`), and the proxy's own.
+# The options only the entry points take: whether to read the replies to requests without
+# tools (`wrap()` and the proxy; the framework models always do), and the proxy's own.
+PARSE_WITHOUT_TOOLS = Option(
+    "parse_without_tools",
+    False,
+    Switch(),
+    "also read `<think>` reasoning and end-of-turn tokens in replies to requests without "
+    "tools (the request is sent as it is); `wrap()` and the proxy only: the framework models "
+    "always do",
+)
+_PROXY_OWN: dict[str, tuple[type, ...]] = {"upstream_model": (str,), "sampling": (dict,)}
+# Every option a model rule may set, and the types its value may have in TOML.
 OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    "syntax": (str,),
-    "call_tag": (str,),
-    "response_tag": (str,),
-    "instructions": (str,),
-    "template": (str,),
-    "tool_result_role": (str,),
-    "system_prompt_in_user": (bool,),
-    "raw_json": (bool,),
-    "think_open": (bool,),
-    "call_example": (bool,),
-    "repair_attempts": (int,),
-    "check_grounding": (bool,),
-    "native_tools": (str,),
-    "constrain": (str,),
-    "tool_budget": (str, int),
-    "context_window": (int,),
-    "pinned_tools": (list,),
-    "parse_without_tools": (bool,),
-    "upstream_model": (str,),
-    "sampling": (dict,),
+    **{option.name: option.kind.toml for option in (*FORMAT, *REPLY, PARSE_WITHOUT_TOOLS)},
+    **_PROXY_OWN,
 }
+_KINDS: dict[str, Kind] = {option.name: option.kind for option in (*FORMAT, *REPLY)}
+_FORMAT_OPTIONS = frozenset(option.name for option in FORMAT)
+# An option by its framework field's name (`prompt_template`: `template`).
+_OPTION_NAMES = {option.field_name: option.name for option in FORMAT}
 # How a config's values are named in its messages (TOML's words, not Python's).
-_KINDS = {
+_SAID = {
     str: "a string",
     int: "a whole number",
     bool: "true or false",
     list: "a list",
     dict: "a table",
 }
-_NOT_FORMAT = (*REPLY_OPTIONS, "parse_without_tools", "upstream_model", "sampling")
 # What `sampling` may set: the chat-completions request's sampling fields, and those the
 # common local servers (llama.cpp, vLLM, Ollama's OpenAI routes) read beside them.
 SAMPLING_FIELDS = (
@@ -109,19 +105,17 @@ def endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions:
             )
         wrong_bool = isinstance(value, bool) and bool not in expected
         if wrong_bool or not isinstance(value, expected):
-            said = " or ".join(_KINDS[kind] for kind in expected)
+            said = " or ".join(_SAID[kind] for kind in expected)
             raise ServeConfigError(f"Option {name!r} in {where} must be {said}, not {value!r}.")
     upstream_model = options.get("upstream_model")
     if upstream_model is not None and not upstream_model.strip():
         raise ServeConfigError(
             f"upstream_model in {where} must name a model, not {upstream_model!r}."
         )
-    reply = dict(options)
-    if reply.get("tool_budget") == "off":
-        reply["tool_budget"] = None  # TOML has no null
+    values = from_toml(options)
     try:
-        fmt = HermesFormat(**{k: v for k, v in options.items() if k not in _NOT_FORMAT})
-        reply_options = ReplyOptions.from_values(reply)
+        fmt = HermesFormat(**{k: v for k, v in values.items() if k in _FORMAT_OPTIONS})
+        reply_options = ReplyOptions.from_values(values)
     except HermesToolsError as exc:
         raise ServeConfigError(f"In {where}: {exc}") from None
     return EndpointOptions(
@@ -176,7 +170,7 @@ PROXY_KEYS = (
     "stored_responses_bytes",
 )
 # The options only the proxy takes: an entry point reading a profile leaves them out.
-PROXY_OPTIONS = ("upstream_model", "sampling", "parse_without_tools")
+PROXY_OPTIONS = (*_PROXY_OWN, PARSE_WITHOUT_TOOLS.name)
 
 
 def read_toml(path: str, what: str, error: type[HermesToolsError]) -> tuple[str, dict[str, Any]]:
@@ -235,23 +229,27 @@ class Profile:
             if rule.matches(model or ""):
                 options.update(rule.options)
                 break
-        options = {k: v for k, v in options.items() if k not in PROXY_OPTIONS}
-        if options.get("tool_budget") == "off":
-            options["tool_budget"] = None  # TOML has no null
-        if "pinned_tools" in options:
-            options["pinned_tools"] = tuple(options["pinned_tools"])
-        return options
+        return from_toml({k: v for k, v in options.items() if k not in PROXY_OPTIONS})
+
+
+def from_toml(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options as a TOML file writes them, as the options take them (`"off"`: None)."""
+    return {
+        name: _KINDS[name].from_toml(value) if name in _KINDS else value
+        for name, value in options.items()
+    }
 
 
 def _as_written(options: Mapping[str, Any]) -> dict[str, Any]:
-    """An entry point's options as a profile writes them (TOML has no None)."""
+    """An entry point's options as a profile writes them (TOML has no None: an option left
+    unset, or written as its kind says)."""
     written: dict[str, Any] = {}
     for name, value in options.items():
-        name = "template" if name == "prompt_template" else name
-        if name == "tool_budget" and value is None:
-            written[name] = "off"
-        elif name in OPTION_TYPES and value is not None:
-            written[name] = list(value) if name == "pinned_tools" else value
+        name = _OPTION_NAMES.get(name, name)
+        kind = _KINDS.get(name)
+        written_value = kind.to_toml(value) if kind is not None else value
+        if name in OPTION_TYPES and written_value is not None:
+            written[name] = written_value
     return written
 
 

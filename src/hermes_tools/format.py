@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import InitVar, dataclass, field, fields
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Literal
 
 from hermes_tools._constrain.servers import SERVER_KINDS, constraint_fields
+from hermes_tools._option import (
+    Choice,
+    Switch,
+    Text,
+    check_values,
+    declared,
+    option,
+    with_options,
+)
 from hermes_tools._parse.parser import StreamParser, new_call_id
 from hermes_tools._parse.tags import check_tag_name
 from hermes_tools._render.conversation import RenderOptions, render_conversation
 from hermes_tools._render.prompt import (
-    SYNTAXES,
     TEMPLATES,
     Syntax,
     ToolChoice,
@@ -37,47 +45,90 @@ from hermes_tools._tools.trust import QuotedCalls
 from hermes_tools.errors import FormatOptionError
 from hermes_tools.events import ParseResult
 
+ToolResultRole = Literal["user", "tool"]
+
+
+def _check_template(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise FormatOptionError(f"{name} must be a string or None, not {value!r}.")
+    if value not in TEMPLATES and "{tools}" not in value:
+        raise FormatOptionError(
+            f"{name} must contain the {{tools}} placeholder where the tool schemas go, "
+            f"or name a built-in template ({', '.join(map(repr, TEMPLATES))})."
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class HermesFormat:
     """How tools are written into the prompt and read back out of the reply.
 
-    - `syntax`: "json" (`{"name": ..., "arguments": {...}}` per call block), "qwen3_coder"
-      (`<function=NAME><parameter=P>value</parameter></function>`) or "pythonic"
-      (`[name(key="value")]`). The parser reads all three, whatever the prompt taught.
-    - `call_tag` / `response_tag`: the tag names around calls and around tool results.
-    - `instructions`: replaces the how-to-call text after the tool list (`{call_tag}` and
-      `{response_tag}` are filled in).
-    - `template`: replaces the whole tools prompt; `{tools}` becomes the tool schemas, one JSON
-      object per line, and `{tool_choice}` the tool-choice rule (appended when absent).
-      `hermes_tools.format.legacy_template()` is the earlier default tools prompt. A name
-      stands for a built-in template: "qwen2.5" is the tools text of Qwen2.5's own chat
-      template (what Qwen2.5 and Hermes-style models were trained on, without the default's
-      added sentences).
-    - `tool_result_role`: "user" (works everywhere) or "tool" (for servers whose chat template
-      renders tool messages itself).
-    - `system_prompt_in_user`: fold system text into the first user message, for chat
-      templates without a system role.
-    - `raw_json`: read a bare JSON object naming a bound tool at the end of a reply as a call.
-    - `think_open`: the prompt already opened `<think>`, so the reply starts inside reasoning.
-    - `call_example`: write one example call (of a `get_weather` function, in the taught
-      syntax) after the instructions; some small models call more reliably with one.
+    Its fields are the format options (listed below with their defaults, and on the docs'
+    Options page). `hermes_tools.format.legacy_template()` is the earlier default tools
+    prompt, to give as `template`.
 
     `check_grounding` is a choice of the reply policy, not of the text: pass it to `wrap()`
     or the model (`ChatHermes`, `HermesLLM`, ...). Given here, it still applies, with a
     `DeprecationWarning`.
     """
 
-    syntax: Syntax = "json"
-    call_tag: str = "tool_call"
-    response_tag: str = "tool_response"
-    instructions: str | None = None
-    template: str | None = None
-    tool_result_role: Literal["user", "tool"] = "user"
-    system_prompt_in_user: bool = False
-    raw_json: bool = True
-    think_open: bool = False
-    call_example: bool = False
+    syntax: Syntax = option(
+        "json",
+        Choice.of(Syntax),
+        'the call syntax the prompt teaches: "json" (`{"name": ..., "arguments": {...}}` in '
+        'each call block), "qwen3_coder" (`<function=NAME><parameter=P>value</parameter>'
+        '</function>`) or "pythonic" (`[name(key="value")]`); the parser reads all three, '
+        "whatever the prompt taught",
+    )
+    call_tag: str = option("tool_call", Text("TAG", check=check_tag_name), "the tag around calls")
+    response_tag: str = option(
+        "tool_response", Text("TAG", check=check_tag_name), "the tag around tool results"
+    )
+    instructions: str | None = option(
+        None,
+        Text(or_none=True),
+        "replaces the how-to-call text after the tool list (`{call_tag}` and `{response_tag}` "
+        "are filled in)",
+        flag=None,
+    )
+    template: str | None = option(
+        None,
+        Text(or_none=True, check=_check_template),
+        "replaces the whole tools prompt: `{tools}` becomes the tool schemas, one JSON object "
+        "per line, and `{tool_choice}` the tool-choice rule (appended when absent); "
+        '"qwen2.5" names the tools text of Qwen2.5\'s own chat template (what Qwen2.5 and '
+        "Hermes-style models were trained on, without the default's added sentences)",
+        flag=None,
+        field="prompt_template",
+    )
+    tool_result_role: ToolResultRole = option(
+        "user",
+        Choice.of(ToolResultRole),
+        'the role of tool results: "user" works everywhere, "tool" suits servers whose chat '
+        "template renders tool messages itself",
+    )
+    system_prompt_in_user: bool = option(
+        False,
+        Switch(),
+        "fold the system prompt into the first user message, for chat templates without a "
+        "system role",
+    )
+    raw_json: bool = option(
+        True,
+        Switch(),
+        "read a bare JSON object naming a bound tool at the end of a reply as a call",
+    )
+    think_open: bool = option(
+        False,
+        Switch(),
+        "the reply starts inside `<think>`: the chat template opened it (DeepSeek-R1 "
+        "distills on a plain server)",
+    )
+    call_example: bool = option(
+        False,
+        Switch(),
+        "write one example call (of a `get_weather` function, in the taught syntax) after the "
+        "instructions; some small models call more reliably with one",
+    )
     check_grounding: InitVar[bool | None] = None
     legacy_check_grounding: bool | None = field(default=None, init=False, repr=False)
 
@@ -90,18 +141,9 @@ class HermesFormat:
                 stacklevel=3,
             )
             object.__setattr__(self, "legacy_check_grounding", check_grounding)
-        if self.syntax not in SYNTAXES:
-            raise FormatOptionError(
-                f"syntax must be one of {', '.join(map(repr, SYNTAXES))}, not {self.syntax!r}."
-            )
-        for option in ("call_tag", "response_tag"):
-            check_tag_name(option, getattr(self, option))
+        check_values(self, FORMAT)
         if self.call_tag == self.response_tag:
             raise FormatOptionError("call_tag and response_tag must differ.")
-        if self.tool_result_role not in ("user", "tool"):
-            raise FormatOptionError(
-                f"tool_result_role must be 'user' or 'tool', not {self.tool_result_role!r}."
-            )
         if self.template in TEMPLATES:
             object.__setattr__(self, "template", TEMPLATES[self.template])
         if self.template is not None and self.call_example:
@@ -109,22 +151,18 @@ class HermesFormat:
                 "call_example adds to the default prompt; a template writes the whole prompt, "
                 "so write the example into the template instead."
             )
-        if self.template is not None and "{tools}" not in self.template:
-            raise FormatOptionError(
-                "template must contain the {tools} placeholder where the tool schemas go, "
-                f"or name a built-in template ({', '.join(map(repr, TEMPLATES))})."
-            )
 
     @classmethod
     def from_settings(cls, settings: object) -> HermesFormat:
-        """The format described by an object's attributes of the same names (a framework
-        model's fields); `prompt_template` stands for `template`."""
-        values = {
-            name: getattr(settings, name) for name in FORMAT_OPTIONS if hasattr(settings, name)
-        }
-        if hasattr(settings, "prompt_template"):
-            values["template"] = settings.prompt_template
-        return cls(**values)
+        """The format described by an object's attributes of the framework models' names (a
+        framework model's fields: `prompt_template` stands for `template`)."""
+        return cls(
+            **{
+                option.name: getattr(settings, option.field_name)
+                for option in FORMAT
+                if hasattr(settings, option.field_name)
+            }
+        )
 
     # -- request side -----------------------------------------------------------------------
 
@@ -298,5 +336,8 @@ class HermesFormat:
         return parser.result()
 
 
-# The format's options, as the frameworks' models and the proxy's config name them.
-FORMAT_OPTIONS = tuple(option.name for option in fields(HermesFormat) if option.init)
+# The format's options (see `_option`), and their names as HermesFormat's fields and the
+# proxy's config name them.
+FORMAT = declared(HermesFormat)
+FORMAT_OPTIONS = tuple(option.name for option in FORMAT)
+HermesFormat.__doc__ = with_options(HermesFormat.__doc__, "Options", FORMAT)

@@ -4,70 +4,117 @@ model fields (`ToolCallingSettings`), and for the models that reach an endpoint 
 
 Both frameworks' models are pydantic models, so these are pydantic mixins; only the adapters
 import them (the core needs no pydantic). The fields are read at the time of each request, so
-changing one (`api_base`, a format option) takes effect. The format options are declared here
-and in `HermesFormat`, so that a model's constructor shows them; a test keeps the two equal.
+changing one (`api_base`, a format option) takes effect.
+
+Each option is declared once, in `HermesFormat` or `ReplyOptions` (see `_option`). A field is
+written here only so that type checkers and IDEs see it: `syntax: Syntax = FORMAT_FIELDS.syntax`
+takes the field's default and description from the declaration, and has a type checker check
+its name and type against the declaration's. A bad value is refused by the declaration's check,
+with the message every other surface gives.
 """
 
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any, TypeVar, cast
 
 from openai import AsyncOpenAI, OpenAI
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from hermes_tools._model_rules import load_profile
-from hermes_tools._policy.options import ReplyOptions
+from hermes_tools._option import Option, declared
+from hermes_tools._policy.options import (
+    REPLY,
+    Constrain,
+    NativeTools,
+    ReplyOptions,
+    ToolBudget,
+)
 from hermes_tools._policy.session import ReplySession
 from hermes_tools._render.prompt import Syntax
 from hermes_tools.client.lazy import ClientSettings, LazyClients
-from hermes_tools.client.profile import profile_path
+from hermes_tools.client.profile import TOOL_PROFILE, profile_path
 from hermes_tools.client.wrapper import AsyncHermesOpenAI, HermesOpenAI
 from hermes_tools.errors import HermesToolsError
-from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
+from hermes_tools.format import FORMAT, HermesFormat, ToolResultRole
+
+OptionsT = TypeVar("OptionsT")
+# Each option by its field's name (`prompt_template` for `template`), and the reverse.
+_BY_FIELD = {option.field_name: option for option in (*FORMAT, *REPLY)}
+_FIELD_NAMES = {option.name: option.field_name for option in (*FORMAT, *REPLY)}
+
+
+class _Fields:
+    """The pydantic fields of the options an options class declares, by option name."""
+
+    def __init__(self, options: tuple[Option, ...]) -> None:
+        self._options = {option.name: option for option in options}
+
+    def __getattr__(self, name: str) -> Any:
+        option = self._options.get(name)
+        if option is None:
+            raise AttributeError(f"No option is called {name!r}.")
+        return Field(default=option.default, description=option.help)
+
+
+def fields_of(options: type[OptionsT]) -> OptionsT:
+    """Stands for an instance of the options class `options` whose attributes are the
+    pydantic fields of its options. Typed as that class, so that in a model
+    `syntax: Syntax = FORMAT_FIELDS.syntax` a type checker checks that `syntax` is an option
+    and that its type is the field's."""
+    return cast(OptionsT, _Fields(declared(options)))
+
+
+FORMAT_FIELDS = fields_of(HermesFormat)
+REPLY_FIELDS = fields_of(ReplyOptions)
 
 
 class ToolCallingSettings(BaseModel):
-    """Format options (see `hermes_tools.HermesFormat`) and the reply policy's."""
+    """Format options (see `hermes_tools.HermesFormat`) and the reply policy's, and the
+    profile the options not given come from (`tool_profile`, not `profile`: LangChain's chat
+    models have that field, for the model's capabilities)."""
 
-    syntax: Syntax = "json"
-    """Call syntax the prompt teaches: "json", "qwen3_coder" or "pythonic" (all are read)."""
-    call_tag: str = "tool_call"
-    response_tag: str = "tool_response"
-    instructions: str | None = None
-    """Replaces the how-to-call text of the tools prompt."""
-    prompt_template: str | None = None
-    """The whole tools prompt, with a `{tools}` placeholder."""
-    tool_result_role: Literal["user", "tool"] = "user"
-    system_prompt_in_user: bool = False
-    raw_json: bool = True
-    think_open: bool = False
-    call_example: bool = False
-    """Write one example call after the instructions of the tools prompt."""
-    check_grounding: bool = True
-    """Ask again once when a reply's only calls use values found nowhere in the conversation."""
-    repair_attempts: int = Field(default=1, ge=0)
-    """How many times to ask again when a reply's calls are unusable or a required call is
-    missing (0 disables)."""
-    native_tools: Literal["never", "auto", "always"] = "never"
-    """"auto": send tools natively first, and write them into the prompt where the model or
-    server refuses them (remembered per endpoint and model); "always": natively every time
-    (the chat template words them; calls the server does not read are read from the text);
-    "never": always the prompt."""
-    tool_budget: Literal["auto"] | int | None = "auto"
-    """Tokens the tools' text may take: when the tools do not fit, the ones the conversation
-    needs are shown in full and the others as one-line catalogue entries (still callable).
-    "auto": a twentieth of the context window; None: every tool in full."""
-    context_window: int | None = None
-    """The model's context window in tokens, for tool_budget="auto" (default: as the server
-    says, else 8,192)."""
-    pinned_tools: tuple[str, ...] = ()
-    """Tools always shown in full, whatever the tool budget."""
-    tool_profile: str | None = None
-    """A tool-calling profile, a TOML file (`hermes-tools doctor --calibrate --write`, or a
-    `hermes-tools serve --config` file): the options its rule for this model sets, where they
-    are not given here. Default: the `HERMES_PROFILE` environment variable's. (Not `profile`:
-    LangChain's chat models have that field, for the model's capabilities.)"""
+    syntax: Syntax = FORMAT_FIELDS.syntax
+    call_tag: str = FORMAT_FIELDS.call_tag
+    response_tag: str = FORMAT_FIELDS.response_tag
+    instructions: str | None = FORMAT_FIELDS.instructions
+    prompt_template: str | None = FORMAT_FIELDS.template
+    tool_result_role: ToolResultRole = FORMAT_FIELDS.tool_result_role
+    system_prompt_in_user: bool = FORMAT_FIELDS.system_prompt_in_user
+    raw_json: bool = FORMAT_FIELDS.raw_json
+    think_open: bool = FORMAT_FIELDS.think_open
+    call_example: bool = FORMAT_FIELDS.call_example
+    repair_attempts: int = REPLY_FIELDS.repair_attempts
+    check_grounding: bool = REPLY_FIELDS.check_grounding
+    native_tools: NativeTools = REPLY_FIELDS.native_tools
+    tool_budget: ToolBudget = REPLY_FIELDS.tool_budget
+    context_window: int | None = REPLY_FIELDS.context_window
+    pinned_tools: tuple[str, ...] = REPLY_FIELDS.pinned_tools
+    tool_profile: str | None = Field(default=None, description=TOOL_PROFILE.help)
+
+    @field_validator(*_BY_FIELD, mode="wrap", check_fields=False)
+    @classmethod
+    def _check_option(
+        cls, value: Any, read: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Any:
+        """The declaration's check, after pydantic's reading ("2" is 2): a value that neither
+        takes is refused with the declaration's message, as on every other surface."""
+        option = _BY_FIELD[str(info.field_name)]
+        try:
+            value = read(value)
+        except ValidationError:
+            option.kind.value(option.name, value)  # raises, saying what the option takes
+            raise
+        return option.kind.value(option.name, value)
 
     @model_validator(mode="before")
     @classmethod
@@ -87,7 +134,7 @@ class ToolCallingSettings(BaseModel):
         given = set(values) | set(values.get("model_kwargs") or ())
         filled = {**values, "tool_profile": path}
         for name, value in load_profile(path).options_for(_model_name(values)).items():
-            field = "prompt_template" if name == "template" else name
+            field = _FIELD_NAMES.get(name, name)
             if field in cls.model_fields and field not in given:
                 filled[field] = value
         return filled
@@ -108,8 +155,7 @@ class ToolCallingSettings(BaseModel):
         return self
 
     def _format_options(self) -> dict[str, Any]:
-        options = {name: getattr(self, name) for name in FORMAT_OPTIONS if name != "template"}
-        return {**options, "prompt_template": self.prompt_template}
+        return {option.field_name: getattr(self, option.field_name) for option in FORMAT}
 
     def _session(self, request: dict[str, Any], *, stream: bool) -> ReplySession:
         """The reply policy for one request (OpenAI-shaped, with tools)."""
@@ -129,12 +175,7 @@ class ToolCallingSettings(BaseModel):
 class HermesSettings(ToolCallingSettings):
     """The options, and the `openai` clients of an endpoint reached over HTTP."""
 
-    constrain: Literal["off", "auto", "gbnf", "vllm", "vllm_guided", "sglang", "json_schema"] = (
-        "off"
-    )
-    """"auto": have the server hold replies to the tools (free text, or calls that follow
-    their schemas), where its probe shows it can (llama.cpp, vLLM, SGLang; a required call on
-    Ollama and LM Studio); a server kind skips the probe; "off" sends requests as they are."""
+    constrain: Constrain = REPLY_FIELDS.constrain
 
     _clients: LazyClients = PrivateAttr(default_factory=LazyClients)
 

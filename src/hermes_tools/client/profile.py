@@ -12,10 +12,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_tools._model_rules import Profile, load_profile
+from hermes_tools._option import Option, Text
 from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions
 from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
 
 PROFILE_VARIABLE = "HERMES_PROFILE"
+# Where the options not given come from, on `wrap()` and the framework models (the proxy reads
+# its own config file instead).
+TOOL_PROFILE = Option(
+    "tool_profile",
+    None,
+    Text(or_none=True),
+    "a tool-calling profile, a TOML file (`hermes-tools doctor --calibrate --write`, or a "
+    "`hermes-tools serve --config` file): the options of its rule for the model, where they "
+    f'are not given here; unset: the {PROFILE_VARIABLE} environment variable\'s, and "" '
+    "reads none",
+    flag=None,
+)
 # Per model name, the options are worked out once; a client asked for more names than this
 # forgets the oldest (the profile is read again for it).
 _KEPT_MODELS = 64

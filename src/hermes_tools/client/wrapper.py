@@ -9,20 +9,22 @@ SDK's retries, timeouts and exceptions are exactly the caller's.
 from __future__ import annotations
 
 import difflib
-import functools
+import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from hermes_tools._model_rules import PARSE_WITHOUT_TOOLS
+from hermes_tools._option import with_options
 from hermes_tools._policy.drive import drive, drive_async
-from hermes_tools._policy.options import REPLY_OPTIONS, ReplyOptions, ToolBudget
+from hermes_tools._policy.options import REPLY, REPLY_OPTIONS, ReplyOptions, ToolBudget
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
-from hermes_tools.client.profile import ProfileOptions, profile_path
+from hermes_tools.client.profile import TOOL_PROFILE, ProfileOptions, profile_path
 from hermes_tools.client.transport import (
     AsyncOpenAITransport,
     OpenAITransport,
@@ -35,16 +37,16 @@ from hermes_tools.errors import (
     UnsupportedFeatureError,
     WrongTypeError,
 )
-from hermes_tools.format import FORMAT_OPTIONS, HermesFormat
+from hermes_tools.format import FORMAT, FORMAT_OPTIONS, HermesFormat
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 ClientT = TypeVar("ClientT", OpenAI, AsyncOpenAI)
-# wrap()'s own keywords, for naming the one a misspelled keyword may mean.
-_KEYWORDS = ("format", *REPLY_OPTIONS, "parse_without_tools", "tool_profile")
-P = ParamSpec("P")
-R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+# wrap()'s keywords: every option, declared once (`_option`).
+_OPTIONS = (*FORMAT, *REPLY, PARSE_WITHOUT_TOOLS, TOOL_PROFILE)
+_KEYWORDS = tuple(option.name for option in _OPTIONS)
 
 _UNSUPPORTED = {
     "parse": "chat.completions.parse",
@@ -265,18 +267,26 @@ class AsyncHermesStream:
             await aclose()
 
 
-def _noting_keywords(function: Callable[P, R]) -> Callable[P, R]:
-    """Calls `function` with `_given`, the keywords its caller passed, among its
-    `**format_options`: a profile sets only the options not given."""
+def _keywords_from_declarations(function: F) -> F:
+    """`wrap()` as `help()` and `inspect` show it: each option a keyword with its default,
+    and listed in the docstring with what it does, from the options' declarations."""
+    keywords = [
+        inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=option.default)
+        for option in _OPTIONS
+    ]
+    positional = list(inspect.signature(function).parameters.values())[:2]
+    signature = inspect.signature(function).replace(parameters=[*positional, *keywords])
+    doc = with_options(function.__doc__, "Format options (the fields of HermesFormat)", FORMAT)
+    doc = with_options(doc, "Reply options", REPLY)
+    doc = with_options(doc, "And", _OPTIONS[-2:])
+    described: Any = function
+    described.__signature__ = signature
+    described.__doc__ = doc
+    return function
 
-    @functools.wraps(function)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        noted: Any = function  # `_given` reaches it among its **format_options
-        return noted(*args, **kwargs, _given=frozenset(kwargs))  # type: ignore[no-any-return]
 
-    return call
-
-
+# The keywords a type checker sees (it cannot read the declarations): their defaults and what
+# they do are the declarations', as `help(wrap)` shows them.
 @overload
 def wrap(
     client: OpenAI,
@@ -311,102 +321,45 @@ def wrap(
 ) -> AsyncHermesOpenAI: ...
 
 
-@_noting_keywords
+@_keywords_from_declarations
 def wrap(
-    client: OpenAI | AsyncOpenAI,
-    format: HermesFormat | None = None,
-    *,
-    repair_attempts: int = 1,
-    parse_without_tools: bool = False,
-    check_grounding: bool | None = None,
-    native_tools: str = "never",
-    constrain: str = "off",
-    tool_budget: ToolBudget = "auto",
-    context_window: int | None = None,
-    pinned_tools: Sequence[str] = (),
-    tool_profile: str | os.PathLike[str] | None = None,
-    **format_options: Any,
+    client: OpenAI | AsyncOpenAI, format: HermesFormat | None = None, **options: Any
 ) -> HermesOpenAI | AsyncHermesOpenAI:
     """Give an `openai.OpenAI` / `AsyncOpenAI` client tool calling on any endpoint.
 
-    Pass a `HermesFormat`, or its options as keywords (`syntax="qwen3_coder"`, ...).
-    `repair_attempts` (default 1, 0 disables) is how many times to ask again when a reply's
-    calls are all unusable or a required call is missing. Requests without tools go to the
-    endpoint untouched, unless `parse_without_tools`: then their replies are still read for
-    `<think>` reasoning and end-of-turn tokens (the request itself is left as it is).
-
-    `check_grounding` (default on; needs `repair_attempts` >= 1): when a call uses only
-    argument values found nowhere in the conversation (`get_weather(city="Paris")` in answer
-    to "Hi!"), or a number copied from its tool's description, ask again, telling the model
-    so, and once more if it answers with other made-up values. A call after one that already
-    went out is not asked again, but one that copies such a number is invalid; values nobody
-    said are not asked about in a call after the reply's own words (they went out already).
-
-    `native_tools="auto"` sends tools natively first; where the model or server refuses them
-    (or answers with a call in its text), the request is answered by writing them into the
-    prompt, and that is remembered for the endpoint and model for the life of the process.
-    `native_tools="always"` sends them natively every time, so the server's chat template
-    words them as the model was trained on, and reads the calls the server leaves in the text;
-    only a refusal writes them into the prompt. The default, "never", always writes them into
-    the prompt.
-
-    `constrain="auto"` has the server hold the reply to the tools: free text, or calls whose
-    arguments follow their tool's schema (a call required or named: only calls). The endpoint
-    is probed once per model to learn which constraint it applies (llama.cpp's GBNF grammars,
-    vLLM's or SGLang's structural tags, a JSON schema on Ollama and LM Studio); a server that
-    applies none, or fails on one, is sent requests as they are. A server kind ("gbnf",
-    "vllm", "vllm_guided", "sglang", "json_schema") skips the probe. Default "off".
-
-    `tool_budget` (default "auto"): how many tokens the tools' text may take. When the tools
-    do not fit, the ones the conversation needs are shown in full and the others as one-line
-    catalogue entries (name, first sentence, required parameters), still callable; the tool
-    `tool_choice` names, tools the conversation called and `pinned_tools` are always in full.
-    "auto" is a twentieth of the model's context window: `context_window` if given, else what
-    the server says, else 8,192. None shows every tool in full.
-
-    `tool_profile`: a tool-calling profile, a TOML file (`hermes-tools doctor --calibrate
-    --write`, or a `hermes-tools serve --config` file): each request gets the options of the
-    profile's rule for its `model`, except those given here. Default: the `HERMES_PROFILE`
-    environment variable's.
+    Pass a `HermesFormat`, or its options as keywords (`syntax="qwen3_coder"`, ...), and the
+    reply policy's options. Requests without tools go to the endpoint untouched, unless
+    `parse_without_tools`. With `tool_profile`, each request gets the options of the profile's
+    rule for its `model`, except those given here. Every option, its default and what it does
+    are listed below as `help(wrap)` shows them, and on the docs' Options page.
     """
-    given: frozenset[str] = format_options.pop("_given", frozenset())
-    for name in format_options:
-        if name not in FORMAT_OPTIONS:
-            close = difflib.get_close_matches(name, [*FORMAT_OPTIONS, *_KEYWORDS], n=1)
+    for name in options:
+        if name not in _KEYWORDS:
+            close = difflib.get_close_matches(name, _KEYWORDS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TypeError(f"wrap() got an unexpected keyword argument {name!r}{hint}")
+    format_options = {name: options[name] for name in FORMAT_OPTIONS if name in options}
     if format is not None and format_options:
         raise FormatOptionError(
             "Pass either a HermesFormat or format options as keywords, not both."
         )
     fmt = format if format is not None else HermesFormat(**format_options)
-    if check_grounding is None:
-        check_grounding = fmt.legacy_check_grounding is not False
-    reply = ReplyOptions(
-        repair_attempts=repair_attempts,
-        check_grounding=check_grounding,
-        native_tools=native_tools,
-        constrain=constrain,
-        tool_budget=tool_budget,
-        context_window=context_window,
-        pinned_tools=pinned_tools,
-    )
-    path = profile_path(tool_profile)
-    options = None
+    reply_options = {name: options[name] for name in REPLY_OPTIONS if name in options}
+    if reply_options.get("check_grounding") is None:  # as the format's deprecated field says
+        reply_options["check_grounding"] = fmt.legacy_check_grounding is not False
+    reply = ReplyOptions(**reply_options)
+    parse_without_tools = options.get(PARSE_WITHOUT_TOOLS.name, PARSE_WITHOUT_TOOLS.default)
+    path = profile_path(options.get(TOOL_PROFILE.name))
+    profile = None
     if path is not None:
-        keywords = {**format_options, "check_grounding": check_grounding, **_reply_keywords(reply)}
-        chosen = {name: keywords[name] for name in keywords if name in given}
-        options = ProfileOptions.load(path, format, chosen)
-        fmt, reply = options.options_for(None)
+        chosen = {**format_options, **reply_options}
+        given = {name: chosen[name] for name in chosen if name in options}
+        profile = ProfileOptions.load(path, format, given)
+        fmt, reply = profile.options_for(None)
     if isinstance(client, AsyncOpenAI):
-        return AsyncHermesOpenAI(client, fmt, reply, parse_without_tools, options)
+        return AsyncHermesOpenAI(client, fmt, reply, parse_without_tools, profile)
     if isinstance(client, OpenAI):
-        return HermesOpenAI(client, fmt, reply, parse_without_tools, options)
+        return HermesOpenAI(client, fmt, reply, parse_without_tools, profile)
     raise WrongTypeError(
         f"wrap() takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
     )
-
-
-def _reply_keywords(reply: ReplyOptions) -> dict[str, Any]:
-    """The reply options as `wrap()`'s keywords (check_grounding aside: None is its default)."""
-    return {name: getattr(reply, name) for name in REPLY_OPTIONS if name != "check_grounding"}

@@ -136,8 +136,9 @@ def with_tool_calling(model: BaseChatModel, **options: Any) -> ChatModelWithTool
 
     The result is a chat model: `bind_tools` (every `tool_choice`), `with_structured_output`,
     `invoke` / `stream` / `batch` and their async forms, LangGraph and LangChain agents. The
-    options are `ChatHermes`'s format and reply options (`syntax`, `call_tag`,
-    `repair_attempts`, `check_grounding`, `think_open`, ...).
+    options are the fields `ChatHermes` shares with it: the format and reply options but
+    `constrain`, and `tool_profile` (each field's description says what it does; all are on
+    the docs' Options page).
 
     Example:
         ```python

@@ -82,11 +82,6 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
         description="Mark tool schemas strict (arguments are always checked against them).",
     )
     reasoning_effort: str | None = Field(default=None)
-    context_window: int | None = Field(
-        default=None,
-        description="The model's context window in tokens, for tool_budget='auto' (None: as "
-        "the server says, else 8,192). `metadata` reports LlamaIndex's default when unset.",
-    )
     is_chat_model: bool = Field(
         default=True, description="Must stay True: tools need the chat completions endpoint."
     )
@@ -153,6 +148,7 @@ class HermesLLM(HermesSettings, ToolCallingLLM):
 
     @property
     def metadata(self) -> LLMMetadata:
+        # `context_window` (a reply option) unset: LlamaIndex's default window.
         return LLMMetadata(
             context_window=self.context_window or DEFAULT_CONTEXT_WINDOW,
             num_output=self.max_tokens or -1,

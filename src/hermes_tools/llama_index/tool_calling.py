@@ -72,8 +72,9 @@ def with_tool_calling(llm: LLM, **options: Any) -> LLMWithToolCalling:
 
     The result is a `FunctionCallingLLM` for `FunctionAgent`, `AgentWorkflow`,
     `predict_and_call`, `structured_predict`, query engines and `QueryEngineTool`. The options
-    are `HermesLLM`'s format and reply options (`syntax`, `call_tag`, `repair_attempts`,
-    `check_grounding`, `think_open`, ...).
+    are the fields `HermesLLM` shares with it: the format and reply options but `constrain`,
+    and `tool_profile` (each field's description says what it does; all are on the docs'
+    Options page).
 
     Example:
         ```python

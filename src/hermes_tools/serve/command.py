@@ -15,18 +15,12 @@ import logging.config
 import os
 from typing import TYPE_CHECKING, Any
 
-from hermes_tools._constrain.servers import CONSTRAIN_MODES
+from hermes_tools._model_rules import PARSE_WITHOUT_TOOLS
 from hermes_tools._policy.endpoint import model_ids
-from hermes_tools._policy.options import (
-    NATIVE_TOOLS_MODES,
-    REPLY_OPTIONS,
-    ReplyOptions,
-    flag_help,
-    option_flag,
-)
-from hermes_tools._render.prompt import SYNTAXES
+from hermes_tools._policy.options import REPLY
 from hermes_tools._signals import UpstreamCut
 from hermes_tools.errors import ServeConfigError
+from hermes_tools.format import FORMAT
 from hermes_tools.serve.limits import LIMIT_HELP, Limits
 from hermes_tools.serve.settings import SETTINGS_VARIABLE, ServeSettings, load_config
 
@@ -122,100 +116,24 @@ def add_serve_command(commands: Any) -> None:
         choices=("debug", "info", "warning", "error"),
         help="info logs one line per request (never keys or prompts)",
     )
-    options = serve.add_argument_group(
+    # Each option's flag is made from its declaration (see `_option`).
+    formats = serve.add_argument_group(
         "format options (for every model; [[models]] rules in --config override them)"
     )
-    options.add_argument("--syntax", choices=SYNTAXES, help="call syntax taught")
-    options.add_argument("--call-tag", metavar="TAG", help="tag around calls (tool_call)")
-    options.add_argument(
-        "--response-tag", metavar="TAG", help="tag around tool results (tool_response)"
-    )
-    options.add_argument(
-        "--tool-result-role", choices=("user", "tool"), help="role of tool results (user)"
-    )
-    options.add_argument(
-        "--system-prompt-in-user",
-        action="store_true",
-        default=None,
-        help="fold the system prompt into the first user message",
-    )
-    options.add_argument(
-        "--no-raw-json",
-        dest="raw_json",
-        action="store_false",
-        default=None,
-        help="do not read a bare JSON object ending a reply as a call",
-    )
-    options.add_argument(
-        "--think-open",
-        action="store_true",
-        default=None,
-        help="replies start inside <think> (R1 distills on a plain server)",
-    )
-    options.add_argument(
-        "--call-example",
-        action="store_true",
-        default=None,
-        help="write one example call after the tools prompt's instructions",
-    )
+    for option in (*FORMAT, PARSE_WITHOUT_TOOLS):
+        option.add_flag(formats)
     replies = serve.add_argument_group(
         "reply options (for every model; [[models]] rules in --config override them)"
     )
-    for name in REPLY_OPTIONS:
-        _add_reply_flag(replies, name)
-    options.add_argument(
-        "--parse-without-tools",
-        action="store_true",
-        default=None,
-        help="also read <think> in replies to requests without tools",
-    )
+    for option in REPLY:
+        option.add_flag(replies)
     serve.set_defaults(run=_serve)
 
 
-_CLI_OPTIONS = (
-    "syntax",
-    "call_tag",
-    "response_tag",
-    "tool_result_role",
-    "system_prompt_in_user",
-    "raw_json",
-    "think_open",
-    "call_example",
-    *REPLY_OPTIONS,
-    "parse_without_tools",
+# The options the command line may set, as a TOML config would (unset flags set nothing).
+_CLI_OPTIONS = tuple(
+    option.name for option in (*FORMAT, *REPLY, PARSE_WITHOUT_TOOLS) if option.flag_name is not None
 )
-
-
-def _add_reply_flag(group: Any, name: str) -> None:
-    """A reply option's flag, made from its declaration (`ReplyOptions`)."""
-    default = getattr(ReplyOptions(), name)
-    help = flag_help(name)
-    if isinstance(default, (int, str)) and not isinstance(default, bool):
-        help += f" (default {default})"
-    flag = option_flag(name)
-    if name == "check_grounding":
-        group.add_argument(flag, dest=name, action="store_false", default=None, help=help)
-    elif name == "pinned_tools":
-        group.add_argument(
-            flag, dest=name, action="append", metavar="NAME", help=help + "; repeat for several"
-        )
-    elif name == "native_tools":
-        group.add_argument(flag, choices=NATIVE_TOOLS_MODES, default=None, help=help)
-    elif name == "constrain":
-        group.add_argument(flag, choices=CONSTRAIN_MODES, default=None, help=help)
-    elif name == "tool_budget":
-        group.add_argument(flag, type=_budget, metavar="auto|off|TOKENS", help=help)
-    else:
-        group.add_argument(flag, type=int, metavar="N", help=help)
-
-
-def _budget(value: str) -> str | int:
-    if value in ("auto", "off"):
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be auto, off or a number of tokens") from None
 
 
 def _port(value: str) -> int:
