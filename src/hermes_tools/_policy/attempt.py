@@ -2,8 +2,8 @@
 
 A request may take several attempts: the request as it came, then perhaps the same request
 asked again with a reason (a repair), asked afresh with copied examples out of sight, or a
-continuation asking for the calls a kept reply still needs. `Ask` names which one an attempt
-is. A fresh `UpstreamAttempt` is made for every request the session sends, and a fresh
+continuation asking for the calls a kept reply still needs (`verdict.Ask` names which).
+A fresh `UpstreamAttempt` is made for every request the session sends, and a fresh
 `ChoiceAttempt` for each of its choices, so nothing of an attempt is reset by hand: what
 outlives it is the reply it released into (`reply.ChoiceReply`) and its `Findings` (its valid
 calls, why others failed, what its calls made up), which the session reads to choose the next

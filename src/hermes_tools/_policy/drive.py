@@ -97,6 +97,11 @@ def emitting(flow: Generator[Need, Any, Any]) -> Flow:
 
 
 class Transport(Protocol):
+    """What a driver needs of a transport. It may also have `context_window(model)` (the
+    model's window, for `Window`; without it the window is not known) and `fetch(question)`
+    (a plain HTTP question to its server, for `Fetch`: only the flows of a transport that has
+    it ask one, `endpoint.window_flow` from its `context_window`)."""
+
     failures: tuple[type[BaseException], ...]
 
     def stream(self, request: dict[str, Any]) -> Iterator[Mapping[str, Any]]: ...
@@ -105,6 +110,8 @@ class Transport(Protocol):
 
 
 class AsyncTransport(Protocol):
+    """`Transport`, async: `stream` is awaited to open the request."""
+
     failures: tuple[type[BaseException], ...]
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[Mapping[str, Any]]: ...

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools._json_text.closing import ArgumentsScanner, never_parses  # noqa: F401 (kept for the deprecated alias hermes_tools.client.reply)
+from hermes_tools._json_text.closing import ArgumentsScanner, never_parses  # noqa: F401 (never_parses: the deprecated hermes_tools.client.reply names it)
 from hermes_tools._json_text.lexer import canonical, canonical_pieces
 from hermes_tools._parse.json_answer import extract_json_answer
 from hermes_tools._policy.request import CallRules
@@ -401,7 +401,7 @@ class ReplyEnvelope:
 
 
 def _repair_fields(index: int, repairs: list[dict[str, str]]) -> dict[str, Any]:
-    """The attempts asked again (see `asking_again`), on the first choice."""
+    """The attempts asked again (see `session.AskingAgain`), on the first choice."""
     return {"repairs": list(repairs)} if index == 0 and repairs else {}
 
 

@@ -250,8 +250,8 @@ class ReplySession:
         the tool budget needs it, a probe where the constraint needs one, then a request (sent
         whole, or opened and read chunk by chunk) and again while the policy asks again.
         `failures`: what the transport raises when a request fails; such a request is sent
-        again where the endpoint'"'"'s use allows (see `_send_again`), ends a continuation under
-        way as the reply was kept, and is otherwise the caller'"'"'s to see. Whole, it emits the
+        again where the endpoint's use allows (see `_send_again`), ends a continuation under
+        way as the reply was kept, and is otherwise the caller's to see. Whole, it emits the
         `chat.completion`; streamed, the chunks as they come."""
         if self._shown.needs_window:
             self._shown.window_known((yield Window(self.model)))

@@ -225,7 +225,7 @@ def _python_literal(value: object) -> str:
 
 
 def _is_call_body(arguments: object, name: str, options: RenderOptions) -> bool:
-    """Whether `arguments` is an invalid call's whole block text, as the endpoint layer reports
+    """Whether `arguments` is an invalid call's whole block text, as the reply policy reports
     it: wrapped in the call tags it reads back as exactly one call to `name` and nothing else
     (so it cannot end the block early and forge anything)."""
     if not isinstance(arguments, str) or not arguments.strip():

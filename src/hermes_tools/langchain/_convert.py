@@ -1,4 +1,4 @@
-"""Conversions between LangChain messages and the OpenAI shapes of the endpoint layer.
+"""Conversions between LangChain messages and the OpenAI shapes of the reply policy.
 
 `to_openai_messages` turns a LangChain conversation into OpenAI chat messages (the format
 engine then writes them as text), `openai_tool_choice` and `openai_response_format` the
@@ -9,9 +9,9 @@ shapes are mapped here: what a reply holds was decided by the reply policy.
 
 Invalid calls: LangChain rebuilds a streamed message's calls from the merged
 `tool_call_chunks`, so a call that turned out invalid carries, streamed, a last fragment no
-reader accepts (added by the endpoint layer, or here for a call that was never streamed), and
+reader accepts (added by the reply policy, or here for a call that was never streamed), and
 LangChain gives it `error=None`. Both ways, `additional_kwargs["tool_call_errors"]` maps its id
-to the reason and `additional_kwargs["invalid_tool_calls"]` keeps the endpoint layer's report
+to the reason and `additional_kwargs["invalid_tool_calls"]` keeps the reply policy's report
 (the text exactly as the model wrote it), which is what goes back into the history.
 """
 
@@ -256,7 +256,7 @@ def _parsed(text: str, response_format: Any) -> dict[str, Any]:
 
 def _arguments(text: str) -> dict[str, Any]:
     value = json.loads(text or "{}")
-    assert isinstance(value, dict)  # the endpoint layer lists only valid calls
+    assert isinstance(value, dict)  # the reply policy lists only valid calls
     return value
 
 

@@ -1,4 +1,4 @@
-"""Conversions between LlamaIndex chat messages and the OpenAI shapes of the endpoint layer.
+"""Conversions between LlamaIndex chat messages and the OpenAI shapes of the reply policy.
 
 `to_openai_messages` turns LlamaIndex history into OpenAI chat messages (the format engine then
 writes them as text), block by block as LlamaIndex's OpenAI LLM does; `resolve_tool_choice`

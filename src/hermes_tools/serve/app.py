@@ -6,7 +6,7 @@
   worker's upstream client (`upstream`).
 - `passthrough`: the other routes the upstream serves, passed on as they came.
 - `http`: what the fronts share (the handler, its responder, failures as answers);
-  `exchange`: one request's log line; `settings`: what a proxy runs with.
+  `request_log`: one request's log line; `settings`: what a proxy runs with.
 
 Stack, and why:
 - Starlette for routing, requests and the app's lifespan: small, typed, maintained by Encode

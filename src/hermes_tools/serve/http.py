@@ -425,7 +425,7 @@ async def relay_failure(exc: Exception, responder: Responder, settings: ServeSet
         # The model's failure, not the caller's: a bad answer from upstream, worth a retry.
         await responder.error(502, str(exc), "upstream_error", code=CALL_REQUIRED)
     elif isinstance(exc, HermesToolsError):
-        # The endpoint layer cannot render this request: the caller's mistake.
+        # The format cannot render this request: the caller's mistake.
         await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
     else:
         raise exc

@@ -1,7 +1,7 @@
 """Checking a `/v1/chat/completions` body before anything is sent upstream.
 
 A bad request gets a 400 with an OpenAI-style error naming the field, as OpenAI answers it,
-instead of an exception deep in the endpoint layer or a confusing error from the model's
+instead of an exception deep in the reply policy or a confusing error from the model's
 server. Only the fields whose meaning the proxy relies on are checked; fields it does not know
 (`top_k`, `repetition_penalty`, ...) belong to the upstream and pass through untouched.
 """
