@@ -364,7 +364,7 @@ def stages(title: str, sides: list[Side], runs: int, streams: int) -> list[str]:
 
 def check(sides: Sequence[tuple[str, Callable[[], object], Any]]) -> None:
     """Each wrapped side reads the call, from one stream of the inner model (no repair)."""
-    for label, read, inner in sides[1:]:
+    for label, read, _inner in sides[1:]:
         before = STREAMS_STARTED[0]
         result = read()
         assert STREAMS_STARTED[0] == before + 1, f"{label}: the inner model streamed again"

@@ -33,7 +33,7 @@ FLOORS: dict[str, int] = {
     "errors": 1,
     "events": 1,
     # the exceptions that never leave the package; an option's declaration (its check raises)
-    "_signals": 2,
+    "_internal_errors": 2,
     "_option": 2,
     # JSON text: lexer, partial values, repairs, writer, limits, what closes a text
     "_json_text": 3,

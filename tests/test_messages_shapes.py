@@ -13,10 +13,10 @@ from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
 from anthropic.types.shared import ErrorResponse
 
 from hermes_tools import HermesFormat
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._policy.attempt import StopCutter
 from hermes_tools._policy.options import ReplyOptions
 from hermes_tools._policy.session import ReplySession
-from hermes_tools._signals import RequestRejected
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.messages_reply import (
     MessageEvents,

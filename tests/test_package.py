@@ -354,15 +354,15 @@ def _exception_classes(module: object) -> set[str]:
 
 def test_exceptions_are_public_in_errors_and_internal_in_signals() -> None:
     """Exceptions users see are in `errors` (listed in its `__all__`, each in the API
-    reference); signals that never leave the package are in `_signals`; the LangChain
+    reference); signals that never leave the package are in `_internal_errors`; the LangChain
     adapter's errors (subclasses of LangChain's and the SDK's) in `langchain/errors.py`. No
     other module defines an exception."""
     import ast
     import re
 
-    from hermes_tools import _signals, errors
+    from hermes_tools import _internal_errors, errors
 
-    public, internal = _exception_classes(errors), _exception_classes(_signals)
+    public, internal = _exception_classes(errors), _exception_classes(_internal_errors)
     assert sorted(errors.__all__) == sorted(public)
     assert public.isdisjoint(internal)
     reference = Path(__file__).parents[1] / "docs" / "reference" / "errors.md"
@@ -370,7 +370,7 @@ def test_exceptions_are_public_in_errors_and_internal_in_signals() -> None:
     assert sorted(documented) == sorted(public)
 
     package = Path(hermes_tools.__file__).parent
-    homes = {"errors.py", "_signals.py", "langchain/errors.py"}
+    homes = {"errors.py", "_internal_errors.py", "langchain/errors.py"}
     ours = public | internal
     elsewhere = []
     for path in package.rglob("*.py"):
@@ -400,22 +400,22 @@ SIGNALS = [
 
 
 def test_the_internal_signals_left_errors() -> None:
-    from hermes_tools import _signals, errors
+    from hermes_tools import _internal_errors, errors
 
-    assert sorted(_exception_classes(_signals)) == SIGNALS
+    assert sorted(_exception_classes(_internal_errors)) == SIGNALS
     assert not set(SIGNALS) & set(dir(errors))
 
 
 @pytest.mark.parametrize("name", SIGNALS)
 def test_a_signals_old_name_in_errors_still_works_with_a_deprecation_warning(name: str) -> None:
-    from hermes_tools import _signals, errors
+    from hermes_tools import _internal_errors, errors
 
     with pytest.warns(DeprecationWarning, match="moved to") as caught:
         value = getattr(errors, name)
-    assert value is getattr(_signals, name)
+    assert value is getattr(_internal_errors, name)
     [warning] = caught
     assert str(warning.message) == (
-        f"hermes_tools.errors.{name} is internal and moved to hermes_tools._signals.{name}; "
+        f"hermes_tools.errors.{name} is internal and moved to hermes_tools._internal_errors.{name}; "
         "the old name goes away in the next release."
     )
     assert warning.filename == __file__

@@ -17,7 +17,7 @@ from openai.lib.streaming.responses import ResponseStreamState
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from hermes_tools._signals import RequestRejected
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.command import settings_from_arguments
 from hermes_tools.serve.response_store import MemoryStore

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tools._signals import RequestRejected
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools.cli import main
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.command import WithoutUpstreamCuts, settings_from_arguments
@@ -234,7 +234,7 @@ def test_request_checks(body: dict[str, object], param: str | None) -> None:
 def test_the_log_leaves_out_the_traceback_of_an_upstream_cut_only() -> None:
     import logging
 
-    from hermes_tools._signals import UpstreamCut
+    from hermes_tools._internal_errors import UpstreamCut
 
     def record(error: BaseException | None) -> logging.LogRecord:
         info = (type(error), error, None) if error is not None else None

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from hermes_tools._internal_errors import CliError
 from hermes_tools._render.prompt import SYNTAXES
-from hermes_tools._signals import CliError
 from hermes_tools._tools.toolbox import tool_specs
 from hermes_tools.errors import HermesToolsError
 from hermes_tools.events import ParseResult

@@ -6,7 +6,7 @@ required call: `tool_choice` asked for one, and after the allowed repairs the mo
 none it could use.
 
 Signals that never leave the package (each caught where the message it carries is turned into
-an answer) live in `hermes_tools._signals`. The LangChain adapter's errors subclass
+an answer) live in `hermes_tools._internal_errors`. The LangChain adapter's errors subclass
 LangChain's and the `openai` SDK's exception types, so they live in
 `hermes_tools.langchain.errors`: the core imports neither.
 """
@@ -99,7 +99,7 @@ class LocalModelError(HermesToolsError):
     """A local model could not be fetched, assembled or started; the message says what to do."""
 
 
-# Internal signals that were defined here before they moved to `_signals`: for one release
+# Internal signals that were defined here before they moved to `_internal_errors`: for one release
 # the old names still work, with a DeprecationWarning naming the new place.
 _MOVED_NAMES = dict.fromkeys(
     (
@@ -112,7 +112,7 @@ _MOVED_NAMES = dict.fromkeys(
         "UpstreamEventError",
         "ResponseStoreUnavailable",
     ),
-    "hermes_tools._signals",
+    "hermes_tools._internal_errors",
 )
 
 

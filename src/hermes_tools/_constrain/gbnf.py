@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hermes_tools._signals import GrammarTooLarge
+from hermes_tools._internal_errors import GrammarTooLarge
 
 # Beyond these a grammar takes longer to build and compile than it saves (hundreds of tools).
 MAX_RULES = 4000

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from hermes_tools._constrain.reply_grammar import reply_grammar
+from hermes_tools._internal_errors import GrammarTooLarge
 from hermes_tools._render.prompt import Syntax, ToolChoice
-from hermes_tools._signals import GrammarTooLarge
 from hermes_tools._tools.toolbox import ToolSpec
 
 ServerKind = Literal["gbnf", "vllm", "vllm_guided", "sglang", "json_schema"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from hermes_tools._signals import ArgumentsProblem
+from hermes_tools._internal_errors import ArgumentsProblem
 
 if TYPE_CHECKING:
     from collections.abc import Callable

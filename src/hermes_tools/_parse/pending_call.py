@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hermes_tools._internal_errors import ArgumentsProblem
 from hermes_tools._json_text.lexer import canonical
 from hermes_tools._json_text.limits import decode_arguments, decode_arguments_at
-from hermes_tools._signals import ArgumentsProblem
 from hermes_tools._tools.toolbox import Toolbox, is_tool_name
 from hermes_tools.events import InvalidToolCall, ToolCall
 

@@ -9,8 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import Receive
 
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._policy.session import ReplySession
-from hermes_tools._signals import RequestRejected
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,

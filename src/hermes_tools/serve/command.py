@@ -15,10 +15,10 @@ import logging.config
 import os
 from typing import TYPE_CHECKING, Any
 
+from hermes_tools._internal_errors import UpstreamCut
 from hermes_tools._model_rules import PARSE_WITHOUT_TOOLS
 from hermes_tools._policy.endpoint import model_ids
 from hermes_tools._policy.options import REPLY
-from hermes_tools._signals import UpstreamCut
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.format import FORMAT
 from hermes_tools.serve.limits import LIMIT_HELP, Limits
@@ -403,7 +403,7 @@ def check_response_store(store: ResponseStore, workers: int, log: logging.Logger
 
 async def _ping(store: RedisStore) -> str | None:
     """Why the store does not answer a PING, or None when it does."""
-    from hermes_tools._signals import ResponseStoreUnavailable
+    from hermes_tools._internal_errors import ResponseStoreUnavailable
 
     try:
         await store.ping()

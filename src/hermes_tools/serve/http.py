@@ -23,10 +23,15 @@ import httpx
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
+from hermes_tools._internal_errors import (
+    RequestRejected,
+    UpstreamCut,
+    UpstreamError,
+    UpstreamEventError,
+)
 from hermes_tools._policy.answer_shape import StreamEnd, check_chunk, check_completion
 from hermes_tools._policy.drive import drive_async
 from hermes_tools._policy.session import ReplySession
-from hermes_tools._signals import RequestRejected, UpstreamCut, UpstreamError, UpstreamEventError
 from hermes_tools.errors import (
     HermesToolsError,
     IncompleteStreamError,

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from hermes_tools._signals import RequestRejected
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._tools.schema_check import MAX_SCHEMA_DEPTH
 from hermes_tools.errors import ServeConfigError
 

@@ -28,9 +28,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from starlette.requests import Request
 from starlette.types import Receive, Send
 
+from hermes_tools._internal_errors import UpstreamError
 from hermes_tools._policy.drive import drive_async
 from hermes_tools._policy.session import ReplySession
-from hermes_tools._signals import UpstreamError
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,

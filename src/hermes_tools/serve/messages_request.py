@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_tools._signals import RequestRejected
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, ToolSchemaError
 from hermes_tools.serve.validation import json_type

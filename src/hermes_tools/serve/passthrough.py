@@ -16,7 +16,7 @@ import httpx
 from starlette.requests import Request
 from starlette.types import Receive, Send
 
-from hermes_tools._signals import RequestRejected, UpstreamCut
+from hermes_tools._internal_errors import RequestRejected, UpstreamCut
 from hermes_tools.serve.http import Handler, Responder, cancel_on_disconnect, unreachable
 from hermes_tools.serve.limits import read_body
 from hermes_tools.serve.messages import AnthropicResponder

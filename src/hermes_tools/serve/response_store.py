@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from hermes_tools._signals import ResponseStoreUnavailable
+from hermes_tools._internal_errors import ResponseStoreUnavailable
 from hermes_tools.errors import ServeConfigError
 
 if TYPE_CHECKING:

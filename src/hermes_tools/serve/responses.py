@@ -33,8 +33,8 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import Receive, Send
 
+from hermes_tools._internal_errors import RequestRejected, ResponseStoreUnavailable
 from hermes_tools._policy.session import ReplySession
-from hermes_tools._signals import RequestRejected, ResponseStoreUnavailable
 from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tools._signals import RequestRejected
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, ToolSchemaError
 from hermes_tools.serve.validation import json_type, requested_model

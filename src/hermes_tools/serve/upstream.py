@@ -21,11 +21,11 @@ import anyio
 import anyio.to_thread
 import httpx
 
+from hermes_tools._internal_errors import UpstreamError, UpstreamEventError
 from hermes_tools._policy.drive import drive_async, emitting
 from hermes_tools._policy.endpoint import Answer, WindowQuestion, model_ids, window_flow
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
-from hermes_tools._signals import UpstreamError, UpstreamEventError
 from hermes_tools.errors import IncompleteStreamError, MalformedAnswerError
 from hermes_tools.serve.json_codec import decode, encode_in_pieces
 from hermes_tools.serve.request_log import count_upstream_request, note_upstream_headers

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hermes_tools._signals import RequestRejected
+from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._tools.toolbox import tool_spec
 from hermes_tools.errors import HermesToolsError, ToolSchemaError
 from hermes_tools.serve.json_codec import decode
