@@ -10,8 +10,9 @@ from an OpenAI-compatible server on 127.0.0.1 that answers every request with th
 - one streamed `/v1/messages` request to the proxy's app (run in this process over ASGI).
 
 A function is counted once however often it runs (`sys.setprofile`, this thread; the proxy's
-requests run on this thread's event loop). Fewer files and functions: less to read to follow a
-request. Only `hermes_tools` is counted.
+requests run on this thread's event loop); comprehensions are counted too, and apart. Fewer
+files and functions: less to read to follow a request. Only `hermes_tools` is counted, and
+broken down by package.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import json
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,6 +37,8 @@ from hermes_tools.serve.app import create_app
 from hermes_tools.serve.settings import ServeSettings
 
 PACKAGE = Path(hermes_tools.__file__).parent
+# Code objects of their own before Python 3.12, inlined since: counted apart.
+_COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
 REPLY = (
     "Let me look.\n<tool_call>\n"
     '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -151,7 +155,13 @@ def main() -> None:
     for name, run in (("invoke", invoke), ("stream", stream), ("messages", messages)):
         run()  # warmed: clients built, modules imported, the endpoint's memory learnt
         files, functions = reach(run)
-        print(f"{name:9} {len(files):3} files  {len(functions):4} functions")
+        written = {f for f in functions if not f[2].endswith(_COMPREHENSIONS)}
+        print(
+            f"{name:9} {len(files):3} files  {len(functions):4} functions "
+            f"({len(written)} without comprehensions and generator expressions)"
+        )
+        packages = Counter(f[0].split("/")[0] if "/" in f[0] else "." for f in written)
+        print("          by package: " + ", ".join(f"{p} {n}" for p, n in packages.most_common()))
         print("          " + " -> ".join(files))
     loop.run_until_complete(client.aclose())
     loop.run_until_complete(lifespan.__aexit__(None, None, None))
