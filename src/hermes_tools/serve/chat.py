@@ -32,14 +32,16 @@ class ChatCompletions(Handler):
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         exchange = responder.exchange
         exchange.chat = True
-        prepared = await self.prepared(request, responder, lambda body: self._read(body, exchange))
+        prepared = await self.read_or_refuse(
+            request, responder, lambda body: self._read(body, exchange)
+        )
         if prepared is None:
             return
         chat, session = prepared
         transport = self.upstream().chat(
             self.upstream_headers(request), request.url.query, exchange.request_bytes
         )
-        if session is not None and not await self.rendered(session, transport, responder):
+        if session is not None and not await self.render_or_refuse(session, transport, responder):
             return
 
         async def work() -> None:

@@ -167,7 +167,7 @@ class Handler:
     async def handle(self, request: Request, receive: Receive, responder: Responder) -> None:
         raise NotImplementedError
 
-    async def prepared(
+    async def read_or_refuse(
         self, request: Request, responder: Responder, prepare: Callable[[dict[str, Any]], T]
     ) -> T | None:
         """What `prepare` makes of the request's JSON body, read within the limits; None when
@@ -192,12 +192,12 @@ class Handler:
             await responder.error(400, str(exc), "invalid_request_error", code="invalid_request")
         return None
 
-    async def rendered(
+    async def render_or_refuse(
         self, session: ReplySession, transport: UpstreamChat, responder: Responder
     ) -> bool:
         """Render the session's conversation, once its tool budget knows the model's window
         (asked of the upstream once per process); False when answered with a 400. Rendering
-        a large tool set takes a while: it runs in a worker thread, as `prepared` does."""
+        a large tool set takes a while: it runs in a worker thread, as `read_or_refuse` does."""
         if session.needs_window:
             session.window_known(await transport.context_window(session.model))
         try:

@@ -99,7 +99,7 @@ class _MessagesHandler(Handler):
             self.settings.fill_sampling(chat, body["model"])
             return body, self.upstream().reply_session(chat, body["model"])
 
-        return await self.prepared(request, responder, read)
+        return await self.read_or_refuse(request, responder, read)
 
     def _headers(self, request: Request) -> dict[str, str]:
         """The request's headers as the upstream gets them: Anthropic's own left out, and the
@@ -142,7 +142,7 @@ class CountTokens(_MessagesHandler):
         if read is None:
             return
         _, session = read
-        if not await self.rendered(
+        if not await self.render_or_refuse(
             session, self.upstream().chat(self._headers(request)), responder
         ):
             return
@@ -168,7 +168,7 @@ class Messages(_MessagesHandler):
         transport = self.upstream().chat(
             self._headers(request), request_bytes=exchange.request_bytes
         )
-        if not await self.rendered(session, transport, responder):
+        if not await self.render_or_refuse(session, transport, responder):
             return
         model = body["model"]
 

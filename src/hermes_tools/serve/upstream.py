@@ -322,7 +322,7 @@ class Upstream:
             endpoint=self.settings.upstream_base,
         )
         if not session.needs_window:
-            session.render()  # here, off the event loop; otherwise see `Handler.rendered`
+            session.render()  # here, off the event loop; otherwise see `Handler.render_or_refuse`
         return session
 
     def url_for(self, path: str) -> str:
