@@ -38,7 +38,7 @@ class ChatCompletions(Handler):
         if prepared is None:
             return
         chat, session = prepared
-        transport = self.upstream().chat(
+        transport = self.upstream().chat_transport(
             self.upstream_headers(request), request.url.query, exchange.request_bytes
         )
         if session is not None and not await self.render_or_refuse(session, transport, responder):
@@ -66,7 +66,7 @@ class ChatCompletions(Handler):
         exchange.tools = len(body.get("tools") or [])
         chat = {**body, "model": self.settings.upstream_model(body["model"])}
         self.settings.fill_sampling(chat, body["model"])
-        return chat, self.upstream().session(chat, body["model"])
+        return chat, self.upstream().session_if_needed(chat, body["model"])
 
     async def _whole(
         self,

@@ -143,7 +143,7 @@ class CountTokens(_MessagesHandler):
             return
         _, session = read
         if not await self.render_or_refuse(
-            session, self.upstream().chat(self._headers(request)), responder
+            session, self.upstream().chat_transport(self._headers(request)), responder
         ):
             return
         tokens = estimated_tokens(session.request()["messages"])
@@ -165,7 +165,7 @@ class Messages(_MessagesHandler):
         exchange.stream = body.get("stream") is True
         exchange.tools = len(body.get("tools") or [])
         # Not the query: Anthropic's (`?beta=true`) means nothing upstream.
-        transport = self.upstream().chat(
+        transport = self.upstream().chat_transport(
             self._headers(request), request_bytes=exchange.request_bytes
         )
         if not await self.render_or_refuse(session, transport, responder):

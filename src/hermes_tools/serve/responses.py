@@ -160,7 +160,7 @@ class Responses(Handler):
         if prepared is None:
             return
         body, read, session = prepared
-        transport = self.upstream().chat(
+        transport = self.upstream().chat_transport(
             self.upstream_headers(request), request.url.query, exchange.request_bytes
         )
         if session is not None and not await self.render_or_refuse(session, transport, responder):
@@ -192,7 +192,7 @@ class Responses(Handler):
         exchange.stream = read.stream
         exchange.tools = len(read.chat.get("tools") or [])
         exchange.left_out = read.left_out
-        return body, read, self.upstream().session(read.chat, model)
+        return body, read, self.upstream().session_if_needed(read.chat, model)
 
     def _computing(self, responder: Responder) -> anyio.CapacityLimiter:
         return self.upstream().computing(responder.exchange.request_bytes)

@@ -286,7 +286,7 @@ class Upstream:
         """The worker threads for the work of a request of that size."""
         return self._large if request_bytes >= LARGE_REQUEST_BYTES else self._small
 
-    def chat(
+    def chat_transport(
         self, headers: Mapping[str, str], query: str = "", request_bytes: int = 0
     ) -> UpstreamChat:
         """Chat completions at the upstream for one request: these headers, this query."""
@@ -302,7 +302,7 @@ class Upstream:
             self.settings.upstream_base,
         )
 
-    def session(self, chat: dict[str, Any], model: str) -> ReplySession | None:
+    def session_if_needed(self, chat: dict[str, Any], model: str) -> ReplySession | None:
         """The reply policy's session for a chat request, made as `wrap()` makes its own (with
         the options of the model's rule); None for a plain chat, which goes upstream as it is."""
         options = self.settings.endpoints[self.settings.endpoint_for(model)]
