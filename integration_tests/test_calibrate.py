@@ -193,11 +193,11 @@ def test_the_written_profile_is_a_serve_config_that_gives_the_chosen_options(
     config = load_config(str(profile))
     assert [rule.match for rule in config.models] == ["m"]
     settings = ServeSettings(upstream=model_server.base_url, models=config.models)
-    endpoint = settings.endpoints[settings.endpoint_for("m")]
+    endpoint = settings.rule_options[settings.rule_for("m")]
     assert endpoint.format == HermesFormat(syntax="pythonic")
     assert endpoint.reply == ReplyOptions()
-    assert settings.endpoint_for("M") == 1
-    assert settings.endpoint_for("m2") == 0
+    assert settings.rule_for("M") == 1
+    assert settings.rule_for("m2") == 0
 
 
 def good_only_with_trained_wording(body: dict[str, Any]) -> str:
@@ -226,7 +226,7 @@ def test_a_model_best_with_the_wording_it_was_trained_on_gets_the_named_template
     settings = ServeSettings(
         upstream=model_server.base_url, models=load_config(str(profile)).models
     )
-    endpoint = settings.endpoints[settings.endpoint_for("m")]
+    endpoint = settings.rule_options[settings.rule_for("m")]
     assert endpoint.format == HermesFormat(template="qwen2.5")
 
 

@@ -111,7 +111,7 @@ def test_every_entry_point_takes_the_profiles_rule_for_its_model(
     client = wrap(OpenAI(base_url=server.base_url, api_key="k"), tool_profile=profile)
     assert client.options_for(MODEL) == (CHOSEN_FORMAT, CHOSEN_REPLY)
     settings = ServeSettings(server.base_url, **_config(profile))
-    endpoint = settings.endpoints[settings.endpoint_for(MODEL)]
+    endpoint = settings.rule_options[settings.rule_for(MODEL)]
     assert (endpoint.format, endpoint.reply) == (CHOSEN_FORMAT, CHOSEN_REPLY)
 
 

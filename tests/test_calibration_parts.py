@@ -207,9 +207,9 @@ def test_a_profile_is_a_serve_config_with_one_rule_for_the_model_only(tmp_path: 
     path.write_text(text)
     config = load_config(str(path))
     settings = ServeSettings(upstream="http://127.0.0.1:1/v1", models=config.models)
-    assert settings.endpoint_for("org/model*v1[q4]?") == 1
-    assert settings.endpoint_for("org/model-x-v1q4x") == 0  # the name, not a pattern
-    endpoint = settings.endpoints[1]
+    assert settings.rule_for("org/model*v1[q4]?") == 1
+    assert settings.rule_for("org/model-x-v1q4x") == 0  # the name, not a pattern
+    endpoint = settings.rule_options[1]
     assert endpoint.format == HermesFormat(syntax="qwen3_coder", system_prompt_in_user=True)
     assert endpoint.reply.constrain == "auto"
 

@@ -137,7 +137,7 @@ def test_the_proxy_takes_every_option_from_its_flags_and_its_config(tmp_path: Pa
     from_config = ServeSettings(upstream=UPSTREAM, options={**toml, "parse_without_tools": True})
     flagged = [option for option in FORMAT if option.flag_name is not None]
     for settings, format_options in ((from_flags, flagged), (from_config, list(FORMAT))):
-        (endpoint,) = settings.endpoints
+        (endpoint,) = settings.rule_options
         for option in (o for o in format_options if o.name in TOGETHER):
             assert getattr(endpoint.format, option.name) == TOGETHER[option.name], option.name
         assert endpoint.reply == reply(**TOGETHER)
@@ -212,11 +212,11 @@ def test_the_proxy_reads_the_budget_from_its_config() -> None:
         upstream=UPSTREAM,
         options={"tool_budget": 1500, "pinned_tools": ["Bash", "Read"], "context_window": 32768},
     )
-    (options,) = settings.endpoints
+    (options,) = settings.rule_options
     assert options.reply.budget_tokens() == 1500
     assert options.reply.pinned_tools == ("Bash", "Read")
     off = ServeSettings(upstream=UPSTREAM, options={"tool_budget": "off"})
-    assert off.endpoints[0].reply.budget_tokens() is None
+    assert off.rule_options[0].reply.budget_tokens() is None
 
 
 def test_auto_takes_a_twentieth_of_the_window_the_caller_or_server_gives() -> None:

@@ -40,9 +40,9 @@ def test_the_first_matching_rule_wins_and_patterns_ignore_case() -> None:
             ModelRule("*", {"call_tag": "call"}),
         ),
     )
-    r1 = settings.endpoints[settings.endpoint_for("DeepSeek-R1-Distill-Qwen-7B")]
-    coder = settings.endpoints[settings.endpoint_for("Qwen3-Coder-30B-A3B")]
-    other = settings.endpoints[settings.endpoint_for("gemma-3")]
+    r1 = settings.rule_options[settings.rule_for("DeepSeek-R1-Distill-Qwen-7B")]
+    coder = settings.rule_options[settings.rule_for("Qwen3-Coder-30B-A3B")]
+    other = settings.rule_options[settings.rule_for("gemma-3")]
     assert (r1.format.think_open, r1.format.tool_result_role) == (True, "tool")
     assert (coder.format.syntax, coder.reply.repair_attempts, coder.format.think_open) == (
         "qwen3_coder",
@@ -50,7 +50,7 @@ def test_the_first_matching_rule_wins_and_patterns_ignore_case() -> None:
         False,
     )
     assert other.format.call_tag == "call"
-    assert ServeSettings(UPSTREAM).endpoint_for("anything") == 0
+    assert ServeSettings(UPSTREAM).rule_for("anything") == 0
 
 
 def test_a_config_file(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ _WHOLE_SAMPLING_FIELDS = ("top_k", "seed")
 
 
 @dataclass(frozen=True)
-class EndpointOptions:
+class RuleOptions:
     """The format and reply policy for the requests one rule covers."""
 
     format: HermesFormat
@@ -95,7 +95,7 @@ class ModelRule:
         return fnmatchcase(model.casefold(), self.match.casefold())
 
 
-def endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions:
+def read_rule_options(options: Mapping[str, Any], where: str) -> RuleOptions:
     """The options of a rule (or of `[format]`), checked; `where` names it in messages."""
     for name, value in options.items():
         expected = OPTION_TYPES.get(name)
@@ -118,7 +118,7 @@ def endpoint_options(options: Mapping[str, Any], where: str) -> EndpointOptions:
         reply_options = ReplyOptions.from_values(values)
     except HermesToolsError as exc:
         raise ServeConfigError(f"In {where}: {exc}") from None
-    return EndpointOptions(
+    return RuleOptions(
         fmt,
         reply_options,
         options.get("parse_without_tools", False),
@@ -215,7 +215,7 @@ class Profile:
         over = _as_written(given)
         for where, table in tables:
             try:
-                endpoint_options({**table, **over}, where)
+                read_rule_options({**table, **over}, where)
             except ServeConfigError as exc:
                 raise ProfileError(
                     f"{self.path}: {where}, with the options given beside it: {exc}"
@@ -296,7 +296,7 @@ def _check(path: str, text: str, where: str, table: Mapping[str, Any]) -> None:
                 f"options are {', '.join(entry)} (and, for the proxy only, {', '.join(proxy)})."
             )
     try:
-        endpoint_options(table, where)
+        read_rule_options(table, where)
     except ServeConfigError as exc:
         raise ProfileError(f"{path}{_at_fault(text, where, table)}: {exc}") from None
 
@@ -306,7 +306,7 @@ def _at_fault(text: str, where: str, table: Mapping[str, Any]) -> str:
     options together fail)."""
     for name, value in table.items():
         try:
-            endpoint_options({name: value}, where)
+            read_rule_options({name: value}, where)
         except ServeConfigError:
             return f", line {_line_of(text, name)}"
     return ""

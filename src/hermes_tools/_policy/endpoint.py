@@ -399,7 +399,7 @@ class EndpointUse:
         and model."""
         self.probed(None)
 
-    def constraint_for_request(self) -> dict[str, Any] | None:
+    def constrain_next_request(self) -> dict[str, Any] | None:
         """What the next request carries to constrain the reply (None: nothing; a request with
         native tools carries none), noted in `constrained`."""
         fields = None if self.native else self._constraint_fields()

@@ -233,7 +233,7 @@ class ReplySession:
     def request(self) -> dict[str, Any]:
         """The body of the next upstream request: plain chat, the tools in the prompt (or,
         with native tools, the request as it came and the turns asking again)."""
-        fields = self.endpoint_use.constraint_for_request()
+        fields = self.endpoint_use.constrain_next_request()
         if self.endpoint_use.native:
             original = dict(self._prepared.original)
             if self._asking.turns:

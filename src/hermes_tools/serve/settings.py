@@ -50,10 +50,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from hermes_tools._model_rules import (
     PROXY_KEYS,
-    EndpointOptions,
     ModelRule,
-    endpoint_options,
+    RuleOptions,
     model_rule,
+    read_rule_options,
     read_toml,
 )
 from hermes_tools.errors import ServeConfigError
@@ -69,7 +69,7 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110's token
 
 @dataclass(frozen=True)
 class ServeSettings:
-    """Everything one proxy process needs; `endpoints` is resolved from the options once."""
+    """Everything one proxy process needs; `rule_options` is resolved from the options once."""
 
     upstream: str
     api_key: str | None = None
@@ -88,7 +88,7 @@ class ServeSettings:
     # Request headers passed on that the proxy otherwise keeps back (`Cookie`, `Forwarded`,
     # `X-Forwarded-For`, ...: see `http.forwarded_headers`), lowercase.
     forward_headers: tuple[str, ...] = ()
-    endpoints: tuple[EndpointOptions, ...] = field(init=False, repr=False, compare=False)
+    rule_options: tuple[RuleOptions, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -136,16 +136,20 @@ class ServeSettings:
                 "reject_unmatched_models needs [[models]] rules: without them every model is "
                 "rejected."
             )
-        endpoints = [endpoint_options(self.options, "the format options")]
+        rules = [read_rule_options(self.options, "the format options")]
         for number, rule in enumerate(self.models, 1):
             if not isinstance(rule.match, str) or not rule.match:
                 raise ServeConfigError(f"Model rule {number} needs a `match` pattern.")
             where = f"the model rule {number} (match = {rule.match!r})"
-            endpoints.append(endpoint_options({**self.options, **rule.options}, where))
-        object.__setattr__(self, "endpoints", tuple(endpoints))
+            rules.append(read_rule_options({**self.options, **rule.options}, where))
+        object.__setattr__(self, "rule_options", tuple(rules))
 
-    def endpoint_for(self, model: str) -> int:
-        """Which of `endpoints` serves `model`: its first matching rule, or the default (0)."""
+    def options_for(self, model: str) -> RuleOptions:
+        """The options of the rule that serves `model`."""
+        return self.rule_options[self.rule_for(model)]
+
+    def rule_for(self, model: str) -> int:
+        """Which of `rule_options` serves `model`: its first matching rule, or the default (0)."""
         for number, rule in enumerate(self.models, 1):
             if rule.matches(model):
                 return number
@@ -154,7 +158,7 @@ class ServeSettings:
     def unmatched(self, model: str) -> str | None:
         """Why `model` may not be served (`reject_unmatched_models` and no rule matches it), as
         the message a client gets; None when it may."""
-        if not self.reject_unmatched_models or self.endpoint_for(model) != 0:
+        if not self.reject_unmatched_models or self.rule_for(model) != 0:
             return None
         patterns = ", ".join(repr(rule.match) for rule in self.models)
         return (
@@ -165,19 +169,19 @@ class ServeSettings:
 
     def upstream_model(self, model: str) -> str:
         """The model name the upstream is asked for, for a request asking for `model`."""
-        return self.endpoints[self.endpoint_for(model)].upstream_model or model
+        return self.options_for(model).upstream_model or model
 
     def fill_sampling(self, chat: dict[str, Any], model: str) -> None:
         """Give the upstream request `chat` the sampling fields the rule for `model` sets,
         where the client's request set none."""
-        for name, value in self.endpoints[self.endpoint_for(model)].sampling.items():
+        for name, value in self.options_for(model).sampling.items():
             if chat.get(name) is None:
                 chat[name] = value
 
     def maps(self, model: str) -> bool:
         """Whether the config says anything about `model`: a rule matches it, or the format
         options give every model an `upstream_model`."""
-        return self.endpoint_for(model) != 0 or self.endpoints[0].upstream_model is not None
+        return self.rule_for(model) != 0 or self.rule_options[0].upstream_model is not None
 
     @property
     def upstream_base(self) -> str:

@@ -305,7 +305,7 @@ class Upstream:
     def session_if_needed(self, chat: dict[str, Any], model: str) -> ReplySession | None:
         """The reply policy's session for a chat request, made as `wrap()` makes its own (with
         the options of the model's rule); None for a plain chat, which goes upstream as it is."""
-        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        options = self.settings.options_for(model)
         if not (options.parse_without_tools or uses_tools(chat)):
             return None
         return self.reply_session(chat, model)
@@ -313,7 +313,7 @@ class Upstream:
     def reply_session(self, chat: dict[str, Any], model: str) -> ReplySession:
         """The reply policy even for a chat without tools (its reply is still read for
         reasoning and end tokens): the fronts whose answers are built from the policy's."""
-        options = self.settings.endpoints[self.settings.endpoint_for(model)]
+        options = self.settings.options_for(model)
         session = ReplySession(
             chat,
             options.format,
