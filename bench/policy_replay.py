@@ -36,7 +36,9 @@ try:  # the drivers of the session's flow
         return completion
 
     def stream_reply(session: Any, transport: Any) -> Any:
-        return drive(session.flow(stream=True, failures=transport.failures), transport)
+        parts = drive(session.flow(stream=True, failures=transport.failures), transport)
+        chunk_of = getattr(session, "openai_chunk", None)  # the reply as typed parts
+        return parts if chunk_of is None else (chunk_of(part) for part in parts)
 
 except ImportError:  # the code before them, to compare with
     from hermes_tools._policy.drive import stream_reply, whole_reply  # type: ignore[attr-defined,no-redef]

@@ -99,12 +99,12 @@ def walk() -> tuple[set[str], list[str]]:
     transport = ScriptedTransport()
     sys.setprofile(profile)
     try:
-        chunks = list(drive(session.flow(stream=True, failures=transport.failures), transport))
+        parts = list(drive(session.flow(stream=True, failures=transport.failures), transport))
     finally:
         sys.setprofile(None)
-    calls = [c for chunk in chunks for c in chunk["choices"][0]["delta"].get("tool_calls", [])]
-    if not calls or calls[0]["function"]["name"] != "get_weather":
-        raise SystemExit(f"the scripted reply did not end in the call: {chunks}")
+    calls = [part for part in parts if getattr(part, "name", None)]
+    if not calls or calls[0].name != "get_weather":
+        raise SystemExit(f"the scripted reply did not end in the call: {parts}")
     return rooms, comebacks
 
 

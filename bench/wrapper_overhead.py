@@ -298,9 +298,9 @@ def langchain_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object],
     def translated() -> object:
         translator = ChunkTranslator(None)
         count = 0
-        for chunk in _streamed(ChatModelTransport(inner, [], [True])):
-            count += len(translator.chunk(chunk))
-        return count + len(translator.finish())
+        for part in _streamed(ChatModelTransport(inner, [], [True])):
+            count += len(translator.part(part))
+        return count + len(translator.finish({"id": "chatcmpl-0", "model": "m"}))
 
     def whole() -> object:
         return sum(1 for _ in wrapped.stream(question))
@@ -331,7 +331,9 @@ def llama_index_stages(chunks: list[str]) -> list[tuple[str, Callable[[], object
 
     def built() -> object:
         builder = ReplyBuilder()
-        return sum(1 for c in _streamed(LLMTransport(inner)) if builder.chunk(c))
+        session, transport = _session(), LLMTransport(inner)
+        parts = drive(session.flow(stream=True, failures=transport.failures), transport)
+        return sum(1 for part in parts if builder.part(part, session.openai_chunk(part)))
 
     def whole() -> object:
         return sum(1 for _ in wrapped.stream_chat_with_tools(tools, chat_history=question))
@@ -528,6 +530,6 @@ if __name__ == "__main__":
     main()
 
 
-def _streamed(transport: Any) -> Iterator[dict[str, Any]]:
-    """The reply policy's chunks over `transport`, for a fresh session."""
+def _streamed(transport: Any) -> Iterator[Any]:
+    """The reply policy's parts over `transport`, for a fresh session."""
     return drive(_session().flow(stream=True, failures=transport.failures), transport)

@@ -505,8 +505,8 @@ def fault(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
 
         target: Any = {
             "chat": (request_log.Exchange, "count"),
-            "responses": (responses_reply.ResponseEvents, "chunk"),
-            "messages": (messages_reply.MessageEvents, "chunk"),
+            "responses": (responses_reply.ResponseEvents, "part"),
+            "messages": (messages_reply.MessageEvents, "part"),
         }[front]
         original = getattr(*target)
         calls = {"n": 0}

@@ -66,7 +66,8 @@ class PolicyClient:
         transport = self._transport(asynchronous=False)
         if request.get("stream") is True:
             return _validated(
-                drive(session.flow(stream=True, failures=transport.failures), transport)
+                drive(session.flow(stream=True, failures=transport.failures), transport),
+                session,
             )
         return ChatCompletion.model_validate(
             next(drive(session.flow(stream=False, failures=transport.failures), transport))
@@ -77,7 +78,8 @@ class PolicyClient:
         transport = self._transport(asynchronous=True)
         if request.get("stream") is True:
             return _avalidated(
-                drive_async(session.flow(stream=True, failures=transport.failures), transport)
+                drive_async(session.flow(stream=True, failures=transport.failures), transport),
+                session,
             )
         (completion,) = [
             c
@@ -110,14 +112,16 @@ class PolicyClient:
         return AsyncLLMTransport(llm) if asynchronous else LLMTransport(llm)
 
 
-def _validated(chunks: Iterator[dict[str, Any]]) -> Iterator[ChatCompletionChunk]:
-    for chunk in chunks:
-        yield ChatCompletionChunk.model_validate(chunk)
+def _validated(parts: Iterator[Any], session: ReplySession) -> Iterator[ChatCompletionChunk]:
+    for part in parts:
+        yield ChatCompletionChunk.model_validate(session.openai_chunk(part))
 
 
-async def _avalidated(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[ChatCompletionChunk]:
-    async for chunk in chunks:
-        yield ChatCompletionChunk.model_validate(chunk)
+async def _avalidated(
+    parts: AsyncIterator[Any], session: ReplySession
+) -> AsyncIterator[ChatCompletionChunk]:
+    async for part in parts:
+        yield ChatCompletionChunk.model_validate(session.openai_chunk(part))
 
 
 def wrapper_for(kind: str, server: ScriptedServer) -> Callable[..., Any]:

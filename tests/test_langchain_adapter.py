@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from hermes_tools import HermesFormat
 from hermes_tools._json_text.closing import never_parses
+from hermes_tools._policy.reply import parts_of_chunk
 from hermes_tools.langchain import ChatHermes
 from hermes_tools.langchain._convert import (
     ChunkTranslator,
@@ -193,9 +194,14 @@ REPLY = [
 ]
 
 
+# What the reply says of itself (`ReplySession.metadata`), as REPLY's chunks say it.
+METADATA = {"id": "chatcmpl-1", "created": 1, "model": "m"}
+
+
 def translate(output_version: str | None) -> tuple[list[AIMessageChunk], AIMessageChunk]:
     translator = ChunkTranslator(output_version)
-    chunks = [piece for c in REPLY for piece in translator.chunk(c)] + translator.finish()
+    pieces = [piece for c in REPLY for part in parts_of_chunk(c) for piece in translator.part(part)]
+    chunks = pieces + translator.finish(METADATA)
     total = chunks[0]
     for piece in chunks[1:]:
         total = total + piece
@@ -267,13 +273,18 @@ def test_never_parses_keeps_any_arguments_invalid(arguments: str) -> None:
 
 def test_a_pydantic_response_format_is_parsed_as_chatopenai_parses_it() -> None:
     translator = ChunkTranslator(None, response_format=Person)
-    pieces = translator.chunk(chunk({"content": '{"name": "Ana", "age": 31}'}, "stop"))
-    (last,) = translator.finish()
+    pieces = [
+        piece
+        for part in parts_of_chunk(chunk({"content": '{"name": "Ana", "age": 31}'}, "stop"))
+        for piece in translator.part(part)
+    ]
+    (last,) = translator.finish(METADATA)
     assert pieces[0].content == '{"name": "Ana", "age": 31}'
     assert last.additional_kwargs["parsed"] == Person(name="Ana", age=31)
     broken = ChunkTranslator(None, response_format=Person)
-    broken.chunk(chunk({"content": '{"name": "Ana"}'}, "stop"))
-    assert broken.finish()[-1].additional_kwargs["parsed"] is None
+    for part in parts_of_chunk(chunk({"content": '{"name": "Ana"}'}, "stop")):
+        broken.part(part)
+    assert broken.finish(METADATA)[-1].additional_kwargs["parsed"] is None
 
 
 # -- the model -------------------------------------------------------------------------------

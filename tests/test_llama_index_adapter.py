@@ -21,6 +21,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from pydantic import ValidationError
 
 from hermes_tools import HermesFormat
+from hermes_tools._policy.reply import parts_of_chunk
 from hermes_tools.llama_index import HermesLLM
 from hermes_tools.llama_index._convert import (
     ReplyBuilder,
@@ -169,7 +170,7 @@ STREAM = [
 
 def responses() -> list[ChatResponse]:
     builder = ReplyBuilder()
-    return [builder.chunk(c) for c in STREAM]
+    return [builder.part(part, c) for c in STREAM for part in parts_of_chunk(c)]
 
 
 def test_responses_are_cumulative_and_the_last_one_is_complete() -> None:

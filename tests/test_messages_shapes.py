@@ -16,6 +16,7 @@ from hermes_tools import HermesFormat
 from hermes_tools._internal_errors import RequestRejected
 from hermes_tools._policy.attempt import StopCutter
 from hermes_tools._policy.options import ReplyOptions
+from hermes_tools._policy.reply import parts_of_chunk
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.messages_reply import (
@@ -503,8 +504,9 @@ def call_delta(index: int, **function: str) -> dict[str, Any]:
 def run(chunks: list[dict[str, Any]], stop: str | None = None) -> list[tuple[str, dict[str, Any]]]:
     events = MessageEvents("claude-x", input_estimate=9)
     out = events.start()
-    for part in chunks:
-        out += events.chunk(part)
+    for chunk in chunks:
+        for part in parts_of_chunk(chunk):
+            out += events.part(part)
     return out + events.finish(stop)
 
 

@@ -11,6 +11,7 @@ import pytest
 from hermes_tools import HermesFormat
 from hermes_tools._policy.drive import drive
 from hermes_tools._policy.options import ReplyOptions
+from hermes_tools._policy.reply import CallPart, EndPart, ReplyPart, StartPart, TextPart, UsagePart
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import MalformedAnswerError
 from parser_helpers import WEATHER as PARSER_WEATHER
@@ -73,12 +74,9 @@ def _session(options: ReplyOptions, **request: Any) -> ReplySession:
     return ReplySession(body, HermesFormat(), options, aggregate=False, endpoint="test")
 
 
-def _final(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    return [
-        c["choices"][0]["delta"]
-        for c in chunks
-        if c["choices"] and c["choices"][0]["finish_reason"]
-    ][-1]
+def _final(parts: list[ReplyPart]) -> Mapping[str, Any]:
+    """The extension fields the reply ended with."""
+    return [p for p in parts if isinstance(p, EndPart)][-1].extensions
 
 
 def test_a_request_sent_again_keeps_nothing_the_failed_one_read() -> None:
@@ -86,21 +84,20 @@ def test_a_request_sent_again_keeps_nothing_the_failed_one_read() -> None:
     is sent again without the constraint: the invalid call it read is not in the reply."""
     script = Script("No.", (INVALID + " and more words", 12), VALID)
     session = _session(ReplyOptions(constrain="gbnf"), tool_choice="required")
-    chunks = list(drive(session.flow(stream=True, failures=script.failures), script))
-    final = _final(chunks)
+    parts = list(drive(session.flow(stream=True, failures=script.failures), script))
+    final = _final(parts)
     assert ["grammar" in request for request in script.sent] == [True, True, False]
     assert final["invalid_tool_calls"] == []
-    deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
-    starts = [call for delta in deltas for call in delta.get("tool_calls", []) if "id" in call]
-    assert [call["function"]["name"] for call in starts] == ["get_weather"]
+    starts = [p for p in parts if isinstance(p, CallPart) and p.id is not None]
+    assert [call.name for call in starts] == ["get_weather"]
 
 
 def test_a_failed_continuation_still_reports_the_usage_streamed_as_whole() -> None:
     script = Script(VALID + INVALID, Failed("down"))
-    chunks = list(
+    parts = list(
         drive(_session(ReplyOptions()).flow(stream=True, failures=script.failures), script)
     )
-    assert [c["usage"] for c in chunks if "usage" in c] == [USAGE]
+    assert [p.usage for p in parts if isinstance(p, UsagePart)] == [USAGE]
     completion = {
         "choices": [
             {
@@ -118,11 +115,8 @@ def test_a_failed_continuation_still_reports_the_usage_streamed_as_whole() -> No
 
 def test_a_reply_whose_only_choice_is_not_the_first_is_answered() -> None:
     chunk = {"choices": [{"index": 1, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}
-    chunks = list(_streamed(_session(ReplyOptions()), Script([chunk])))
-    assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][:2] == [
-        None,
-        "Hi",
-    ]
+    parts = list(_streamed(_session(ReplyOptions()), Script([chunk])))
+    assert parts[:2] == [StartPart(1), TextPart(1, "Hi")]
 
 
 def test_an_attempt_answered_with_no_choices_fails_naming_it() -> None:
@@ -136,5 +130,5 @@ def test_an_attempt_answered_with_no_choices_fails_naming_it() -> None:
         next(drive(session.flow(stream=False, failures=script.failures), script))
 
 
-def _streamed(session: ReplySession, script: Script) -> Iterator[dict[str, Any]]:
+def _streamed(session: ReplySession, script: Script) -> Iterator[ReplyPart]:
     return drive(session.flow(stream=True, failures=script.failures), script)

@@ -18,6 +18,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from hermes_tools._internal_errors import RequestRejected
+from hermes_tools._policy.reply import parts_of_chunk
 from hermes_tools.errors import ServeConfigError
 from hermes_tools.serve.command import settings_from_arguments
 from hermes_tools.serve.response_store import MemoryStore
@@ -190,7 +191,8 @@ def run(chunks: list[dict[str, Any]], **body: Any) -> list[dict[str, Any]]:
     events = ResponseEvents(request, "resp_1", 1.0)
     out = events.start()
     for piece in chunks:
-        out += events.chunk(piece)
+        for part in parts_of_chunk(piece):
+            out += events.part(part)
     out += events.finish()
     state: ResponseStreamState[Any] = ResponseStreamState(
         input_tools=[WEATHER], text_format=openai.omit
@@ -250,7 +252,9 @@ def test_an_empty_answer_is_an_empty_message_and_a_cut_one_is_incomplete() -> No
 def test_a_failed_stream_keeps_what_was_done() -> None:
     request = read(input="Weather?", stream=True)
     events = ResponseEvents(request, "resp_1", 1.0)
-    out = events.start() + events.chunk(chunk({"content": "Partly"}))
+    out = events.start()
+    for part in parts_of_chunk(chunk({"content": "Partly"})):
+        out += events.part(part)
     failed = events.fail("The upstream closed the connection.", "upstream_cut")
     (event,) = failed
     EVENTS.validate_python(event)

@@ -9,6 +9,7 @@ import pytest
 
 from hermes_tools._policy.drive import CLOSE, END, READ, Create, Emit, Open, Window
 from hermes_tools._policy.options import ReplyOptions
+from hermes_tools._policy.reply import EndPart, ReplyPart, TextPart
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.format import HermesFormat
 
@@ -74,7 +75,7 @@ def test_a_stream_is_opened_read_closed_and_its_chunks_emitted() -> None:
     flow = _session().flow(stream=True, failures=(Refused,))
     assert isinstance(next(flow), Open)
     assert flow.send(None) is READ
-    emitted: list[dict[str, Any]] = []
+    emitted: list[ReplyPart] = []
     need = flow.send(_chunk("It is "))
     while need is not CLOSE:
         if isinstance(need, Emit):
@@ -85,9 +86,9 @@ def test_a_stream_is_opened_read_closed_and_its_chunks_emitted() -> None:
             need = flow.send(_chunk("sunny.", "stop") if len(emitted) < 3 else END)
     last = flow.send(None)
     assert isinstance(last, Emit)
-    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in emitted if c["choices"])
-    assert text == "It is sunny."
-    assert last.items[-1]["choices"][0]["finish_reason"] == "stop"
+    assert "".join(p.text for p in emitted if isinstance(p, TextPart)) == "It is sunny."
+    (end,) = [p for p in last.items if isinstance(p, EndPart)]
+    assert end.finish_reason == "stop"
 
 
 def test_the_window_is_asked_first_where_the_tool_budget_needs_it() -> None:

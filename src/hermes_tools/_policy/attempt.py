@@ -43,6 +43,7 @@ from hermes_tools._policy.reply import (
     Delta,
     DroppedNote,
     Held,
+    ReplyPart,
     WireCall,
 )
 from hermes_tools._policy.request import CallRules, PreparedRequest
@@ -203,7 +204,7 @@ class ChoiceAttempt:
         the model answered instead); a continuation adds no text at all."""
         return self._continuation or (self._ask is not Ask.FIRST and self._committed)
 
-    def _transition(self, trigger: Trigger) -> list[Delta]:
+    def _transition(self, trigger: Trigger) -> list[ReplyPart]:
         """The one place the attempt's `Release` changes (by `NEXT_RELEASE`); what it releases
         on the way."""
         release = self._mode
@@ -235,24 +236,22 @@ class ChoiceAttempt:
 
     # -- what comes in --------------------------------------------------------------------------
 
-    def text(self, text: str) -> list[Delta]:
+    def text(self, text: str) -> list[ReplyPart]:
         assert self._parser is not None
         return self._take(self._parser.feed(text)) if text else []
 
-    def upstream_reasoning(self, text: str) -> list[Delta]:
+    def upstream_reasoning(self, text: str) -> list[ReplyPart]:
         """Reasoning the server already separated (`reasoning_content`): never parsed."""
         return self._take([ReasoningDelta(text)]) if text else []
 
-    def upstream_tool_calls(self, deltas: list[Delta]) -> list[Delta]:
+    def upstream_tool_calls(self, deltas: list[Delta]) -> list[ReplyPart]:
         """Calls the server parsed itself pass through as they are (and commit the attempt)."""
         if not deltas:
             return []
         out = self._transition(Trigger.COMMIT)
-        for entry in deltas:
-            self._reply.merge_native(entry)
-        return [*out, {"tool_calls": deltas}]
+        return [*out, *(self._reply.merge_native(entry) for entry in deltas)]
 
-    def close(self) -> list[Delta]:
+    def close(self) -> list[ReplyPart]:
         """The parser's last events (the attempt is settled by `settle`)."""
         assert self._parser is not None
         return self._take(self._parser.close())
@@ -263,7 +262,7 @@ class ChoiceAttempt:
         assert self._parser is not None
         return self._parser.result()
 
-    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[Delta]:
+    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[ReplyPart]:
         """The attempt is over: drop what was held if it is rejected (asked again in its
         place), else release it. `repeated(text)` says whether an earlier attempt already
         wrote `text`."""
@@ -284,7 +283,7 @@ class ChoiceAttempt:
             + self._reply.release_answer()
         )
 
-    # -- events -> deltas ----------------------------------------------------------------------
+    # -- events -> parts -----------------------------------------------------------------------
 
     def _standing(self, index: int) -> Standing:
         """Where the attempt stands for the verdict on its call at parser `index`."""
@@ -302,8 +301,8 @@ class ChoiceAttempt:
             made=self._made,
         )
 
-    def _take(self, events: list[Event]) -> list[Delta]:
-        out: list[Delta] = []
+    def _take(self, events: list[Event]) -> list[ReplyPart]:
+        out: list[ReplyPart] = []
         findings = self.findings
         for event in events:
             if isinstance(event, TextDelta):
@@ -322,7 +321,7 @@ class ChoiceAttempt:
             out += self._pass(event)
         return out
 
-    def _ended(self, event: ToolCallEnd) -> list[Delta]:
+    def _ended(self, event: ToolCallEnd) -> list[ReplyPart]:
         """A call ended: judged, noted in the findings, then held, released or dropped."""
         verdict = judge(
             event.call, self._standing(event.index), self._openings.pop(event.index, None)
@@ -331,7 +330,7 @@ class ChoiceAttempt:
         if verdict.copied:
             findings.copied.setdefault(call.name or "", []).extend(verdict.copied)
         findings.unsaid += verdict.unsaid
-        out: list[Delta] = []
+        out: list[ReplyPart] = []
         if verdict.action is Action.DROP:
             self._unhold(event.index)
             self._drop(call, verdict.reason)
@@ -357,7 +356,7 @@ class ChoiceAttempt:
             out += self._take(self._spread(verdict.call.name or "", verdict.spread))
         return out
 
-    def _pass(self, event: Event) -> list[Delta]:
+    def _pass(self, event: Event) -> list[ReplyPart]:
         """An event held with the attempt, or released into the reply."""
         if not self._holding:
             return self._reply.release(event, self._on_wire, self._drop_text)
@@ -436,15 +435,16 @@ class UpstreamAttempt:
 
     def take(
         self, index: int, part: Mapping[str, Any], calls: list[Delta], choice: Mapping[str, Any]
-    ) -> list[Delta]:
-        """One choice's piece of a reply (a chunk's delta or a whole message), as deltas."""
+    ) -> list[ReplyPart]:
+        """One choice's piece of a reply (a chunk's delta or a whole message), as the parts
+        it releases."""
         attempt = self._choice(index)
         cutter = self._cutters[index]
-        deltas = attempt.upstream_reasoning(_reasoning_of(part))
-        deltas += attempt.upstream_tool_calls(calls)
+        parts = attempt.upstream_reasoning(_reasoning_of(part))
+        parts += attempt.upstream_tool_calls(calls)
         content = part.get("content")
         if isinstance(content, str) and content and not cutter.stopped:
-            deltas += attempt.text(cutter.feed(content))
+            parts += attempt.text(cutter.feed(content))
             if cutter.stopped:
                 self._stopped += 1
         finish = choice.get("finish_reason")
@@ -459,31 +459,27 @@ class UpstreamAttempt:
                 self.stopped_at[index] = reported
         if finish is not None:
             if index not in self.finish:
-                deltas += attempt.text(cutter.close())
+                parts += attempt.text(cutter.close())
             self.finish[index] = finish
-        return deltas
+        return parts
 
     @property
     def calls_in_text(self) -> bool:
         """Whether any choice wrote calls in its text (valid or not)."""
         return any(a.findings.valid or a.findings.errors for a in self.choices.values())
 
-    def close(self) -> list[tuple[int, Delta]]:
+    def close(self) -> list[ReplyPart]:
         """Close every choice's attempt: the parsers' last events."""
-        return [
-            (index, delta)
-            for index, attempt in sorted(self.choices.items())
-            for delta in attempt.close()
-        ]
+        return [part for _, attempt in sorted(self.choices.items()) for part in attempt.close()]
 
-    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[tuple[int, Delta]]:
+    def settle(self, rejected: bool, repeated: Callable[[str], bool]) -> list[ReplyPart]:
         """Settle what was held: dropped when the attempt is `rejected` (asked again in its
         place), else released. `repeated(text)`: whether a rejected attempt already wrote
         `text`."""
         return [
-            (index, delta)
-            for index, attempt in sorted(self.choices.items())
-            for delta in attempt.settle(rejected, repeated)
+            part
+            for _, attempt in sorted(self.choices.items())
+            for part in attempt.settle(rejected, repeated)
         ]
 
     def _choice(self, index: int) -> ChoiceAttempt:
@@ -494,7 +490,10 @@ class UpstreamAttempt:
         reply = self._replies.get(index)
         if reply is None:
             reply = self._replies[index] = ChoiceReply(
-                prepared.rules, aggregate=prepared.aggregate, json_answer=prepared.json_answer
+                index,
+                prepared.rules,
+                aggregate=prepared.aggregate,
+                json_answer=prepared.json_answer,
             )
         self._cutters[index] = StopCutter(prepared.stops)
         parser = prepared.fmt.stream_parser(

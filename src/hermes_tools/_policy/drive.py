@@ -62,7 +62,7 @@ class Open:
 
 @dataclass(frozen=True, slots=True)
 class Emit:
-    """Give these to the caller: chunks, or the whole `chat.completion`."""
+    """Give these to the caller: the reply's parts, or the whole `chat.completion`."""
 
     items: list[Any]
 

@@ -1,5 +1,12 @@
-"""One choice's reply as it goes out, over all its attempts (what was released, as OpenAI
-deltas), and what the reply says of itself around its choices (id, creation time, model, usage).
+"""One choice's reply as it goes out, over all its attempts, and what the reply says of itself
+around its choices (id, creation time, model, usage).
+
+What goes out is a sequence of typed parts (`ReplyPart`: a choice started, a piece of text or
+reasoning, a piece of a call, a choice's end with its extension fields, the usage). Every
+consumer reads them as they are (LangChain's and LlamaIndex's messages, the proxy's Messages
+and Responses events); `ReplyEnvelope.openai_chunk` writes one as a `chat.completion.chunk`
+for those that speak OpenAI's shape (the proxy's chat front, `wrap()`), and `parts_of_chunk`
+reads an upstream's chunk the policy had nothing to do with into the same parts.
 
 Calls go on the wire as `tool_calls` entries with contiguous indexes, as OpenAI sends them, and
 only valid calls stay in the non-streamed message. Every invalid call is listed with its error
@@ -44,12 +51,71 @@ from hermes_tools.events import (
     ToolCallStart,
 )
 
-Delta = dict[str, Any]
+Delta = dict[str, Any]  # an upstream's delta, or message (the policy reads it)
 # The calls a reply made are kept for a continuation up to this many characters of arguments;
 # past it, the reply cannot be continued (many or long calls are not kept a second time).
 _MADE_LIMIT = 16_000
 
 ONE_CALL_ONLY = "only one call is allowed per reply (parallel_tool_calls=False)"
+
+
+# -- the parts a reply is made of ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StartPart:
+    """Choice `choice` starts (OpenAI's first delta, `{"role": "assistant"}`)."""
+
+    choice: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    choice: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    choice: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallPart:
+    """A piece of the call at `index` (contiguous from 0 in a choice): its first piece has its
+    `id` and `name`, the next ones more of its `arguments` text."""
+
+    choice: int
+    index: int
+    arguments: str = ""
+    id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EndPart:
+    """Choice `choice` ended, with its finish reason and what the policy says of its calls:
+    the extension fields (`invalid_tool_calls`, always; `dropped_tool_calls`, `after_end` and,
+    on the first choice, `repairs`, when there are any), as every API's reply carries them."""
+
+    choice: int
+    finish_reason: str
+    extensions: Mapping[str, Any]
+
+    @property
+    def invalid_tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.extensions.get("invalid_tool_calls") or ())
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePart:
+    """The tokens the reply took, summed over its attempts (OpenAI's `usage` object)."""
+
+    usage: Mapping[str, Any]
+
+
+ReplyPart = StartPart | TextPart | ReasoningPart | CallPart | EndPart | UsagePart
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +161,10 @@ class ChoiceReply:
     it keeps only what the next deltas need.
     """
 
-    def __init__(self, rules: CallRules, *, aggregate: bool, json_answer: bool = False) -> None:
+    def __init__(
+        self, choice: int, rules: CallRules, *, aggregate: bool, json_answer: bool = False
+    ) -> None:
+        self.choice = choice
         self._rules = rules
         self._aggregate = aggregate
         self._json_answer = json_answer
@@ -104,7 +173,7 @@ class ChoiceReply:
         self.reasoning: list[str] = []
         self._calls: dict[int, _MessageCall] = {}  # wire index -> call, when aggregating
         self._wire_count = 0
-        self.native_tool_calls: list[Delta] = []
+        self.native_tool_calls: list[dict[str, Any]] = []
         self.invalid_tool_calls: list[dict[str, Any]] = []
         self._streamed_invalid: set[str] = set()  # ids of invalid calls that went on the wire
         self.dropped_tool_calls: list[dict[str, Any]] = []
@@ -118,7 +187,7 @@ class ChoiceReply:
 
     def release_all(
         self, events: list[Held], on_wire: dict[int, WireCall], drop_text: bool
-    ) -> list[Delta]:
+    ) -> list[ReplyPart]:
         """Held events going out. A call that was held whole and turned out invalid never goes
         on the wire; a valid one goes out with its arguments in one piece. `on_wire`: the
         attempt's calls already on the wire, by parser index; `drop_text`: the attempt adds
@@ -126,7 +195,7 @@ class ChoiceReply:
         ended = {
             e.index: e.call for e in events if isinstance(e, ToolCallEnd) and e.index not in on_wire
         }
-        out: list[Delta] = []
+        out: list[ReplyPart] = []
         for event in events:
             if isinstance(event, ToolCallStart) and event.index in ended:
                 call = ended[event.index]
@@ -139,7 +208,9 @@ class ChoiceReply:
             out += self.release(event, on_wire, drop_text)
         return out
 
-    def release(self, event: Held, on_wire: dict[int, WireCall], drop_text: bool) -> list[Delta]:
+    def release(
+        self, event: Held, on_wire: dict[int, WireCall], drop_text: bool
+    ) -> list[ReplyPart]:
         if isinstance(event, DroppedNote):
             self.dropped_tool_calls.append(event.dropped)
             return []
@@ -151,13 +222,13 @@ class ChoiceReply:
                 return []
             if self._aggregate:
                 self.content.append(event.text)
-            return [{"content": event.text}]
+            return [TextPart(self.choice, event.text)]
         if isinstance(event, ReasoningDelta):
             if drop_text:
                 return []
             if self._aggregate:
                 self.reasoning.append(event.text)
-            return [{"reasoning_content": event.text}]
+            return [ReasoningPart(self.choice, event.text)]
         if isinstance(event, ToolCallStart):
             if event.name is None:
                 return []
@@ -166,7 +237,7 @@ class ChoiceReply:
             on_wire[event.index] = started
             if self._aggregate:
                 self._calls[started.index] = _MessageCall(event.id, event.name)
-            return [_call_delta(started.index, id=event.id, name=event.name, arguments="")]
+            return [CallPart(self.choice, started.index, id=event.id, name=event.name)]
         if isinstance(event, ToolCallArgsDelta):
             call = on_wire.get(event.index)
             if call is None:
@@ -175,10 +246,10 @@ class ChoiceReply:
                 self._calls[call.index].arguments.append(event.text)
             else:
                 call.scanner.feed(event.text)
-            return [_call_delta(call.index, arguments=event.text)]
+            return [CallPart(self.choice, call.index, event.text)]
         return self._end(event, on_wire.pop(event.index, None))
 
-    def _end(self, event: ToolCallEnd, wire: WireCall | None) -> list[Delta]:
+    def _end(self, event: ToolCallEnd, wire: WireCall | None) -> list[ReplyPart]:
         call = event.call
         self._remember_made(call)
         if isinstance(call, ToolCall):
@@ -194,7 +265,7 @@ class ChoiceReply:
             del self._calls[wire.index]  # the message lists valid calls only
             return []
         # Already streamed: make sure no reader takes it as valid.
-        return [_call_delta(wire.index, arguments=wire.scanner.never_parses())]
+        return [CallPart(self.choice, wire.index, wire.scanner.never_parses())]
 
     def _remember_made(self, call: ToolCall | InvalidToolCall) -> None:
         if self._made is None or not isinstance(call, ToolCall):
@@ -206,7 +277,7 @@ class ChoiceReply:
         else:
             self._made.append(MadeCall(call.id, call.name, arguments))
 
-    def release_answer(self) -> list[Delta]:
+    def release_answer(self) -> list[ReplyPart]:
         """A JSON answer goes out whole, as canonical JSON when the reply holds one (and
         makes no call), or as the model wrote it."""
         if not self._answer:
@@ -216,10 +287,10 @@ class ChoiceReply:
             text = extract_json_answer(text) or text
         if self._aggregate:
             self.content.append(text)
-        return [{"content": text}]
+        return [TextPart(self.choice, text)]
 
-    def merge_native(self, entry: Delta) -> None:
-        """A call the server parsed itself."""
+    def merge_native(self, entry: Mapping[str, Any]) -> CallPart:
+        """A call (or a piece of one) the server parsed itself, as it goes on."""
         index = entry.get("index")
         if index is None:
             index = len(self.native_tool_calls)
@@ -234,6 +305,13 @@ class ChoiceReply:
         for key in ("name", "arguments"):
             if function.get(key):
                 target["function"][key] += function[key]
+        return CallPart(
+            self.choice,
+            index,
+            function.get("arguments") or "",
+            id=entry.get("id"),
+            name=function.get("name"),
+        )
 
     # -- the whole reply -----------------------------------------------------------------------
 
@@ -302,15 +380,6 @@ class ChoiceReply:
         return upstream or "stop"
 
 
-def _call_delta(index: int, **function: str) -> Delta:
-    entry: dict[str, Any] = {"index": index}
-    if "id" in function:
-        entry["id"] = function.pop("id")
-        entry["type"] = "function"
-    entry["function"] = function
-    return {"tool_calls": [entry]}
-
-
 _METADATA = ("id", "created", "model", "system_fingerprint", "service_tier")
 
 Chunk = dict[str, Any]  # a `chat.completion.chunk`
@@ -348,34 +417,58 @@ class ReplyEnvelope:
         known = {k: v for k, v in self._metadata.items() if v is not None}
         return {**known, "object": kind}
 
-    def chunk(self, index: int, delta: dict[str, Any], finish: str | None = None) -> Chunk:
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """What the reply says of itself so far: id, creation time, model (and the server's
+        fingerprint and service tier where it gave them)."""
+        return {k: v for k, v in self._metadata.items() if v is not None}
+
+    def openai_chunk(self, part: ReplyPart) -> Chunk:
+        """`part` as a `chat.completion.chunk`, with what the reply says of itself now."""
         if self._of_chunks is None:
             self._of_chunks = self.body("chat.completion.chunk")
-        return {
-            **self._of_chunks,
-            "choices": [
-                {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
-            ],
-        }
+        if isinstance(part, UsagePart):
+            return {**self._of_chunks, "choices": [], "usage": dict(part.usage)}
+        finish = None
+        if isinstance(part, StartPart):
+            delta: dict[str, Any] = {"role": "assistant"}
+        elif isinstance(part, TextPart):
+            delta = {"content": part.text}
+        elif isinstance(part, ReasoningPart):
+            delta = {"reasoning_content": part.text}
+        elif isinstance(part, CallPart):
+            entry: dict[str, Any] = {"index": part.index}
+            function: dict[str, str] = {}
+            if part.id is not None:
+                entry["id"] = part.id
+                entry["type"] = "function"
+            if part.name is not None:
+                function["name"] = part.name
+            function["arguments"] = part.arguments
+            entry["function"] = function
+            delta = {"tool_calls": [entry]}
+        else:
+            delta, finish = dict(part.extensions), part.finish_reason
+        choice = {"index": part.choice, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return {**self._of_chunks, "choices": [choice]}
 
-    def last_chunks(
+    def last_parts(
         self,
         replies: dict[int, ChoiceReply],
         finish: Mapping[int, str | None],
         repairs: list[dict[str, str]],
-    ) -> list[Chunk]:
-        """The chunks that end a streamed reply: each choice's extension fields and finish
-        reason, then the usage."""
-        out = [
-            self.chunk(
+    ) -> list[ReplyPart]:
+        """The parts that end a streamed reply: each choice's end, then the usage."""
+        out: list[ReplyPart] = [
+            EndPart(
                 index,
-                {**reply.extensions(), **_repair_fields(index, repairs)},
                 reply.finish_reason(finish.get(index)),
+                {**reply.extensions(), **_repair_fields(index, repairs)},
             )
             for index, reply in sorted(replies.items())
         ]
         if self.usage is not None:
-            out.append({**self.body("chat.completion.chunk"), "choices": [], "usage": self.usage})
+            out.append(UsagePart(self.usage))
         return out
 
     def completion(
@@ -416,3 +509,42 @@ def _sum(first: dict[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
         elif previous is None:
             total[key] = value
     return total
+
+
+def parts_of_chunk(chunk: Mapping[str, Any]) -> list[ReplyPart]:
+    """An upstream's `chat.completion.chunk` the policy had nothing to do with (a plain chat
+    passed through), as the parts a policy's reply is made of (checked by `check_chunk`)."""
+    out: list[ReplyPart] = []
+    for choice in chunk.get("choices") or ():
+        index = choice.get("index") or 0
+        delta = choice.get("delta") or {}
+        if delta.get("role"):
+            out.append(StartPart(index))
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            out.append(ReasoningPart(index, reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.append(TextPart(index, content))
+        for position, entry in enumerate(delta.get("tool_calls") or ()):
+            function = entry.get("function") or {}
+            out.append(
+                CallPart(
+                    index,
+                    entry.get("index", position),
+                    function.get("arguments") or "",
+                    id=entry.get("id"),
+                    name=function.get("name"),
+                )
+            )
+        finish = choice.get("finish_reason")
+        if finish is not None:
+            extensions = {key: delta[key] for key in _EXTENSIONS if key in delta}
+            out.append(EndPart(index, finish, extensions))
+    usage = chunk.get("usage")
+    if isinstance(usage, Mapping):
+        out.append(UsagePart(usage))
+    return out
+
+
+_EXTENSIONS = ("invalid_tool_calls", "dropped_tool_calls", "after_end", "repairs")

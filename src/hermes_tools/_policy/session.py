@@ -2,10 +2,11 @@
 
 The session rewrites the request for a model without tools (`request()`: plain messages, the
 tools in the system prompt), turns what the model sends back into native-shaped output, and
-decides whether to ask again. It speaks the OpenAI wire shape on both sides, as plain dicts:
-`chunk()` takes a `chat.completion.chunk`, `completion()` a `chat.completion`, and out come
-chunks and a completion with `tool_calls`. It does no I/O: `flow()` is the whole exchange as
-a generator that yields what it needs done (the window asked, a probe, a request sent, a
+decides whether to ask again. It reads the OpenAI wire shape, as plain dicts (`chunk()` takes
+a `chat.completion.chunk`, `completion()` a `chat.completion`); out come the reply's typed
+parts as it streams (`reply.ReplyPart`; `openai_chunk()` writes one in OpenAI's shape) and,
+whole, a `chat.completion` with `tool_calls`. It does no I/O: `flow()` is the whole exchange
+as a generator that yields what it needs done (the window asked, a probe, a request sent, a
 stream opened and read) and takes the answers; a sync and an async driver (`drive`) run it
 over a transport (the `openai` SDK over HTTP, a LangChain or LlamaIndex model in the same
 process, the proxy's upstream).
@@ -41,7 +42,14 @@ from hermes_tools._policy.attempt import UpstreamAttempt
 from hermes_tools._policy.drive import CLOSE, END, READ, Create, Emit, Flow, Open, Window
 from hermes_tools._policy.endpoint import EndpointUse, probe_flow, refuses_tools
 from hermes_tools._policy.options import ReplyOptions
-from hermes_tools._policy.reply import ChoiceReply, Chunk, Delta, MadeCall, ReplyEnvelope
+from hermes_tools._policy.reply import (
+    ChoiceReply,
+    Chunk,
+    MadeCall,
+    ReplyEnvelope,
+    ReplyPart,
+    StartPart,
+)
 from hermes_tools._policy.request import PreparedRequest, ShownTools, prepare
 from hermes_tools._policy.verdict import (
     DONE,
@@ -252,7 +260,7 @@ class ReplySession:
         `failures`: what the transport raises when a request fails; such a request is sent
         again where the endpoint's use allows (see `_send_again`), ends a continuation under
         way as the reply was kept, and is otherwise the caller's to see. Whole, it emits the
-        `chat.completion`; streamed, the chunks as they come."""
+        `chat.completion`; streamed, the reply's parts as they come."""
         if self._shown.needs_window:
             self._shown.window_known((yield Window(self.model)))
         while True:
@@ -355,45 +363,53 @@ class ReplySession:
 
     # -- streamed -----------------------------------------------------------------------------
 
-    def chunk(self, chunk: Mapping[str, Any]) -> list[Chunk]:
+    def chunk(self, chunk: Mapping[str, Any]) -> list[ReplyPart]:
+        """An upstream chunk in; the reply's parts it releases out."""
         # Servers send odd chunks: `choices: null`, a choice without `delta`, `data: {}`
         # keep-alives. Take what is there.
         check_chunk(chunk)
         self._envelope.take(chunk)
-        out: list[Chunk] = []
+        out: list[ReplyPart] = []
         for choice in chunk.get("choices") or ():
             index = choice.get("index") or 0
-            deltas: list[Delta] = []
             if index not in self._announced:
                 self._announced.add(index)
-                deltas.append({"role": "assistant"})
+                out.append(StartPart(index))
             delta = choice.get("delta") or {}
-            deltas += self._attempt.take(index, delta, delta.get("tool_calls") or [], choice)
-            out += [self._envelope.chunk(index, d) for d in deltas]
+            out += self._attempt.take(index, delta, delta.get("tool_calls") or [], choice)
         return out
 
-    def stream_ended(self) -> tuple[list[Chunk], bool]:
-        """The upstream stream is over: the last chunks, and whether to ask again."""
+    def openai_chunk(self, part: ReplyPart) -> Chunk:
+        """`part` as a `chat.completion.chunk` (with the reply's id, creation time and model
+        as known now: call it as the part comes)."""
+        return self._envelope.openai_chunk(part)
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The reply's id, creation time and model (and fingerprint), as known so far."""
+        return self._envelope.metadata
+
+    def stream_ended(self) -> tuple[list[ReplyPart], bool]:
+        """The upstream stream is over: the last parts, and whether to ask again."""
         if not self._attempt.ended:
             raise IncompleteStreamError(
                 "The endpoint's stream ended before the reply was finished (no finish_reason); "
                 "the partial reply was discarded. Check the server's logs, or retry."
             )
-        settled, ask_again = self._end_attempt()
-        out = [self._envelope.chunk(index, delta) for index, delta in settled]
+        out, ask_again = self._end_attempt()
         if ask_again:
             return out, True
         finish = self._attempt.finish
-        return out + self._envelope.last_chunks(self._replies, finish, self._asking.repairs), False
+        return out + self._envelope.last_parts(self._replies, finish, self._asking.repairs), False
 
-    def continuation_failed(self) -> list[Chunk] | None:
+    def continuation_failed(self) -> list[ReplyPart] | None:
         """The request for a continuation failed (an error, a cut stream): the reply kept
-        before it stands, and these chunks end it. None when no continuation was under way
+        before it stands, and these parts end it. None when no continuation was under way
         (the failure is the caller's to see)."""
         if self._over or self._attempt.ask is not Ask.CONTINUATION:
             return None
         self._over = True  # what the continuation held is dropped with it
-        return self._envelope.last_chunks(self._replies, {}, self._asking.repairs)
+        return self._envelope.last_parts(self._replies, {}, self._asking.repairs)
 
     # -- whole --------------------------------------------------------------------------------
 
@@ -417,7 +433,7 @@ class ReplySession:
 
     # -- the end of an attempt ----------------------------------------------------------------
 
-    def _end_attempt(self) -> tuple[list[tuple[int, Delta]], bool]:
+    def _end_attempt(self) -> tuple[list[ReplyPart], bool]:
         """End the attempt under way; start the next one if the policy asks again."""
         attempt = self._attempt
         out = attempt.close()

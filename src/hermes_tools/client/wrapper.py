@@ -22,6 +22,7 @@ from hermes_tools._model_rules import PARSE_WITHOUT_TOOLS
 from hermes_tools._option import with_options
 from hermes_tools._policy.drive import drive, drive_async
 from hermes_tools._policy.options import REPLY, REPLY_OPTIONS, ReplyOptions, ToolBudget
+from hermes_tools._policy.reply import Chunk, ReplyPart
 from hermes_tools._policy.request import uses_tools
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.client.profile import TOOL_PROFILE, ProfileOptions, profile_path
@@ -169,20 +170,23 @@ class HermesOpenAI(_Wrapper[OpenAI]):
                 session.flow(stream=False, failures=transport.failures), transport
             )
             return ChatCompletion.model_validate(completion)
-        chunks = drive(
+        parts = drive(
             session.flow(stream=True, failures=transport.failures), transport, announce_open=True
         )
-        next(chunks)  # the request is open: a failing one fails here, as the SDK's does
-        return HermesStream(chunks, transport.response)
+        next(parts)  # the request is open: a failing one fails here, as the SDK's does
+        return HermesStream(parts, session.openai_chunk, transport.response)
 
 
 class HermesStream:
-    """Iterates `ChatCompletionChunk`s like `openai.Stream`, repairs included."""
+    """Iterates `ChatCompletionChunk`s like `openai.Stream`, repairs included: `parts`, the
+    reply's, each written as a chunk by `chunk_of`."""
 
-    def __init__(self, chunks: Iterator[dict[str, Any]], response: Any) -> None:
-        self._chunks = chunks
+    def __init__(
+        self, parts: Iterator[ReplyPart], chunk_of: Callable[[ReplyPart], Chunk], response: Any
+    ) -> None:
+        self._chunks = parts
         self.response = response
-        self._iterator = (ChatCompletionChunk.model_validate(chunk) for chunk in chunks)
+        self._iterator = (ChatCompletionChunk.model_validate(chunk_of(part)) for part in parts)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self._iterator
@@ -224,24 +228,31 @@ class AsyncHermesOpenAI(_Wrapper[AsyncOpenAI]):
                 )
             ]
             return ChatCompletion.model_validate(completion)
-        chunks = drive_async(
+        parts = drive_async(
             session.flow(stream=True, failures=transport.failures), transport, announce_open=True
         )
-        await anext(chunks)  # the request is open: a failing one fails here, as the SDK's does
-        return AsyncHermesStream(chunks, transport.response)
+        await anext(parts)  # the request is open: a failing one fails here, as the SDK's does
+        return AsyncHermesStream(parts, session.openai_chunk, transport.response)
 
 
 class AsyncHermesStream:
-    """Iterates `ChatCompletionChunk`s like `openai.AsyncStream`, repairs included."""
+    """Iterates `ChatCompletionChunk`s like `openai.AsyncStream`, repairs included (see
+    `HermesStream`)."""
 
-    def __init__(self, chunks: AsyncIterator[dict[str, Any]], response: Any) -> None:
-        self._chunks = chunks
+    def __init__(
+        self,
+        parts: AsyncIterator[ReplyPart],
+        chunk_of: Callable[[ReplyPart], Chunk],
+        response: Any,
+    ) -> None:
+        self._chunks = parts
+        self._chunk_of = chunk_of
         self.response = response
         self._iterator = self._validated()
 
     async def _validated(self) -> AsyncIterator[ChatCompletionChunk]:
-        async for chunk in self._chunks:
-            yield ChatCompletionChunk.model_validate(chunk)
+        async for part in self._chunks:
+            yield ChatCompletionChunk.model_validate(self._chunk_of(part))
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self._iterator

@@ -36,6 +36,14 @@ from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import BaseModel
 
 from hermes_tools._json_text.closing import never_parses
+from hermes_tools._policy.reply import (
+    CallPart,
+    EndPart,
+    ReasoningPart,
+    ReplyPart,
+    TextPart,
+    UsagePart,
+)
 
 MODEL_PROVIDER = "hermes"
 
@@ -277,44 +285,38 @@ class ChunkTranslator:
         self._call_blocks: dict[int, int] = {}  # tool call index -> block index
         self._calls = 0  # highest tool call index + 1
         self._streamed_ids: set[str] = set()
-        self._last: Mapping[str, Any] | None = None
         self._finish: str | None = None
         self._extensions: Mapping[str, Any] = {}
         self._usage: Mapping[str, Any] | None = None
 
-    def chunk(self, chunk: Mapping[str, Any]) -> list[AIMessageChunk]:
-        self._last = chunk
-        if chunk.get("usage") is not None:
-            self._usage = chunk["usage"]
-        out: list[AIMessageChunk] = []
-        for choice in chunk.get("choices") or ():
-            if choice.get("index") != 0:
-                continue  # as ChatOpenAI: a stream is one message
-            delta = choice.get("delta") or {}
-            if delta.get("reasoning_content"):
-                out.append(self._reasoning(delta["reasoning_content"]))
-            if delta.get("content"):
-                if self._answer is not None:
-                    self._answer.append(delta["content"])
-                out.append(self._text(delta["content"]))
-            for call in delta.get("tool_calls") or []:
-                function = call.get("function") or {}
-                out.append(
-                    self._call_fragment(
-                        call["index"],
-                        id=call.get("id"),
-                        name=function.get("name"),
-                        arguments=function.get("arguments") or "",
-                    )
-                )
-            if choice.get("finish_reason") is not None:
-                self._finish = choice["finish_reason"]
-                self._extensions = delta
-        return out
+    def part(self, part: ReplyPart) -> list[AIMessageChunk]:
+        if isinstance(part, UsagePart):
+            self._usage = part.usage
+            return []
+        if part.choice != 0:
+            return []  # as ChatOpenAI: a stream is one message
+        if isinstance(part, ReasoningPart):
+            return [self._reasoning(part.text)]
+        if isinstance(part, TextPart):
+            if self._answer is not None:
+                self._answer.append(part.text)
+            return [self._text(part.text)]
+        if isinstance(part, CallPart):
+            fragment = self._call_fragment(
+                part.index, id=part.id, name=part.name, arguments=part.arguments
+            )
+            return [fragment]
+        if isinstance(part, EndPart):
+            self._finish = part.finish_reason
+            self._extensions = part.extensions
+        return []
 
-    def finish(self, metadata: Mapping[str, Any] | None = None) -> list[AIMessageChunk]:
+    def finish(
+        self, reply: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
+    ) -> list[AIMessageChunk]:
         """The invalid calls never streamed, and the last chunk (finish reason, metadata,
-        usage, the parsed answer). `metadata`: more for its `response_metadata`."""
+        usage, the parsed answer). `reply`: what the reply says of itself (its id and model);
+        `metadata`: more for its `response_metadata`."""
         out: list[AIMessageChunk] = []
         parsed: dict[str, Any] = {}
         if self._answer and not self._calls:
@@ -329,11 +331,7 @@ class ChunkTranslator:
                         self._calls, id=item["id"], name=item.get("name"), arguments=fragment
                     )
                 )
-        ours = (
-            response_metadata(self._last, self._finish, self._usage, self._extensions)
-            if self._last is not None
-            else {"finish_reason": self._finish, "model_provider": MODEL_PROVIDER}
-        )
+        ours = response_metadata(reply, self._finish, self._usage, self._extensions)
         last = self._message(
             self._empty(),
             additional_kwargs={**_invalid_kwargs(invalid), **parsed},

@@ -142,10 +142,10 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         translator = ChunkTranslator(self.output_version, response_format=response_format)
         transport = self._transport(run_manager)
         with self._transport_scope(transport):
-            for chunk in drive(session.flow(stream=True, failures=transport.failures), transport):
-                for message in translator.chunk(chunk):
+            for part in drive(session.flow(stream=True, failures=transport.failures), transport):
+                for message in translator.part(part):
                     yield _announced(message, run_manager)
-        for message in translator.finish(self._response_metadata(transport)):
+        for message in translator.finish(session.metadata, self._response_metadata(transport)):
             yield _announced(message, run_manager)
 
     async def _astream(
@@ -164,12 +164,12 @@ class ToolCallingChatModel(ToolCallingSettings, BaseChatModel):
         translator = ChunkTranslator(self.output_version, response_format=response_format)
         transport = self._async_transport(run_manager)
         async with self._async_transport_scope(transport):
-            async for chunk in drive_async(
+            async for part in drive_async(
                 session.flow(stream=True, failures=transport.failures), transport
             ):
-                for message in translator.chunk(chunk):
+                for message in translator.part(part):
                     yield await _async_announced(message, run_manager)
-        for message in translator.finish(self._response_metadata(transport)):
+        for message in translator.finish(session.metadata, self._response_metadata(transport)):
             yield await _async_announced(message, run_manager)
 
     def _generate(

@@ -37,6 +37,14 @@ from openai.types.chat import ChatCompletionMessageToolCall
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
 from hermes_tools._json_text.partial import partial_json
+from hermes_tools._policy.reply import (
+    CallPart,
+    EndPart,
+    ReasoningPart,
+    ReplyPart,
+    TextPart,
+    UsagePart,
+)
 
 _ROLES = {"chatbot": "assistant", "model": "assistant"}
 
@@ -239,31 +247,30 @@ class ReplyBuilder:
         self._invalid: list[dict[str, Any]] = []
         self._reports: dict[str, Any] = {}
 
-    def chunk(self, chunk: Mapping[str, Any], raw: Any = None) -> ChatResponse:
-        """The response after this chunk; `raw`: what `raw` holds (the chunk if not given)."""
-        choice = next((c for c in chunk.get("choices") or () if c.get("index") == 0), None)
+    def part(self, part: ReplyPart, raw: Any) -> ChatResponse:
+        """The response after this part; `raw`: what its `raw` holds (the part as an OpenAI
+        chunk)."""
         thinking = text = ""
-        if choice is not None:
-            delta = choice.get("delta") or {}
-            thinking = delta.get("reasoning_content") or ""
-            text = delta.get("content") or ""
-            for call in delta.get("tool_calls") or []:
-                self._add_call(ChoiceDeltaToolCall.model_validate(call))
-            if choice.get("finish_reason") is not None:
-                self._invalid = list(delta.get("invalid_tool_calls") or [])
-                self._reports = _reports(self._invalid, delta)
-        if thinking:
+        additional: dict[str, Any] = {}
+        if isinstance(part, UsagePart):
+            additional = token_counts(part.usage)
+        elif part.choice != 0:
+            pass  # as OpenAILike: a stream is one message
+        elif isinstance(part, ReasoningPart):
+            thinking = part.text
             self._reasoning.append(thinking)
-        if text:
-            self._content.append(text)
-        additional = token_counts(chunk.get("usage"))
-        if thinking:
             additional["thinking_delta"] = thinking
+        elif isinstance(part, TextPart):
+            text = part.text
+            self._content.append(text)
+        elif isinstance(part, CallPart):
+            function = ChoiceDeltaToolCallFunction(name=part.name, arguments=part.arguments)
+            self._add_call(ChoiceDeltaToolCall(index=part.index, id=part.id, function=function))
+        elif isinstance(part, EndPart):
+            self._invalid = part.invalid_tool_calls
+            self._reports = _reports(self._invalid, part.extensions)
         return ChatResponse(
-            message=self._message(),
-            delta=text,
-            raw=chunk if raw is None else raw,
-            additional_kwargs=additional,
+            message=self._message(), delta=text, raw=raw, additional_kwargs=additional
         )
 
     def _add_call(self, call: ChoiceDeltaToolCall) -> None:

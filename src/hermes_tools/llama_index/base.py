@@ -120,10 +120,11 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
             builder = ReplyBuilder()
             transport = self._transport()
             with self._transport_scope(transport):
-                for chunk in drive(
+                for part in drive(
                     session.flow(stream=True, failures=transport.failures), transport
                 ):
-                    yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
+                    raw = self._response_raw(session.openai_chunk(part), whole=False)
+                    yield builder.part(part, raw)
 
         return responses()
 
@@ -148,10 +149,11 @@ class ToolCallingLLM(ToolCallingSettings, FunctionCallingLLM):
             builder = ReplyBuilder()
             transport = self._async_transport()
             async with self._async_transport_scope(transport):
-                async for chunk in drive_async(
+                async for part in drive_async(
                     session.flow(stream=True, failures=transport.failures), transport
                 ):
-                    yield builder.chunk(chunk, self._response_raw(chunk, whole=False))
+                    raw = self._response_raw(session.openai_chunk(part), whole=False)
+                    yield builder.part(part, raw)
 
         return responses()
 

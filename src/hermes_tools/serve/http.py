@@ -31,6 +31,7 @@ from hermes_tools._internal_errors import (
 )
 from hermes_tools._policy.answer_shape import StreamEnd, check_chunk, check_completion
 from hermes_tools._policy.drive import drive_async
+from hermes_tools._policy.reply import ReplyPart, parts_of_chunk
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.errors import (
     HermesToolsError,
@@ -54,6 +55,8 @@ from hermes_tools.serve.validation import parse_body
 
 log = logging.getLogger("hermes_tools.serve")
 T = TypeVar("T")
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 # Request headers that belong to the connection, the body or the client's SDK, not the request.
 _NOT_FORWARDED = {
@@ -355,12 +358,45 @@ async def whole_answer(
 def answer_chunks(
     session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
 ) -> AsyncIterator[dict[str, Any]]:
-    """The answer's chunks: the reply policy's, or the upstream's as they come where the
-    policy has nothing to do (no session), each known to be a chunk, and the stream to have
-    ended with a finish reason."""
+    """The answer's chunks: the reply policy's parts as OpenAI chunks, or the upstream's as
+    they come where the policy has nothing to do (no session), each known to be a chunk, and
+    the stream to have ended with a finish reason."""
     if session is None:
         return _checked(transport, chat)
+    return _mapped(_policy_parts(session, transport), session.openai_chunk)
+
+
+def answer_parts(
+    session: ReplySession | None, transport: UpstreamChat, chat: dict[str, Any]
+) -> AsyncIterator[ReplyPart]:
+    """The answer's parts: the reply policy's, or the upstream's chunks read as parts where the
+    policy has nothing to do (no session)."""
+    if session is None:
+        return _spread(_checked(transport, chat), parts_of_chunk)
+    return _policy_parts(session, transport)
+
+
+def _policy_parts(session: ReplySession, transport: UpstreamChat) -> AsyncIterator[ReplyPart]:
     return drive_async(session.flow(stream=True, failures=transport.failures), transport)
+
+
+async def _mapped(items: AsyncIterator[_In], convert: Callable[[_In], _Out]) -> AsyncIterator[_Out]:
+    try:
+        async for item in items:
+            yield convert(item)
+    finally:
+        await items.aclose()  # type: ignore[attr-defined]
+
+
+async def _spread(
+    items: AsyncIterator[_In], convert: Callable[[_In], list[_Out]]
+) -> AsyncIterator[_Out]:
+    try:
+        async for item in items:
+            for converted in convert(item):
+                yield converted
+    finally:
+        await items.aclose()  # type: ignore[attr-defined]
 
 
 async def _checked(transport: UpstreamChat, chat: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -381,9 +417,7 @@ async def _checked(transport: UpstreamChat, chat: dict[str, Any]) -> AsyncIterat
 
 
 @asynccontextmanager
-async def closed_at_end(
-    chunks: AsyncIterator[dict[str, Any]],
-) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+async def closed_at_end(chunks: AsyncIterator[_In]) -> AsyncIterator[AsyncIterator[_In]]:
     """`chunks`, closed (and so the upstream's stream) however the request ends, even when it
     is cancelled because the client went away."""
     try:

@@ -30,6 +30,7 @@ from starlette.types import Receive, Send
 
 from hermes_tools._internal_errors import UpstreamError
 from hermes_tools._policy.drive import drive_async
+from hermes_tools._policy.reply import ReplyPart
 from hermes_tools._policy.session import ReplySession
 from hermes_tools.serve.http import (
     SSE_HEADERS,
@@ -255,8 +256,8 @@ class Messages(_MessagesHandler):
                             sse([("error", error_data("api_error", str(message)))])
                         )
                         return
-                    assert isinstance(value, dict)
-                    out = events.chunk(value)
+                    assert not isinstance(value, Exception)
+                    out = events.part(value)
                     if out:
                         await responder.body(sse(out))
                 await start()
@@ -268,8 +269,9 @@ class Messages(_MessagesHandler):
                 receiver.close()
 
 
-# What the upstream reader hands the writer: ("chunk", a chunk) or ("failed", the exception).
-_Item = tuple[str, "dict[str, Any] | Exception"]
+# What the upstream reader hands the writer: ("part", a part of the reply) or ("failed", the
+# exception).
+_Item = tuple[str, "ReplyPart | Exception"]
 
 
 async def _read_upstream(
@@ -277,16 +279,17 @@ async def _read_upstream(
     transport: UpstreamChat,
     sender: MemoryObjectSendStream[_Item],
 ) -> None:
-    """Drive the policy over the upstream, handing on each chunk, then any failure."""
+    """Drive the policy over the upstream, handing on each part of the reply, then any
+    failure."""
     async with (
         sender,
         closed_at_end(
             drive_async(session.flow(stream=True, failures=transport.failures), transport)
-        ) as chunks,
+        ) as parts,
     ):
         try:
-            async for chunk in chunks:
-                await sender.send(("chunk", chunk))
+            async for part in parts:
+                await sender.send(("part", part))
         except Exception as exc:
             await sender.send(("failed", exc))
 

@@ -23,6 +23,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_tools._policy.reply import (
+    CallPart,
+    EndPart,
+    ReasoningPart,
+    ReplyPart,
+    TextPart,
+    UsagePart,
+)
 from hermes_tools.serve.json_codec import SPACED, encode
 
 Event = tuple[str, dict[str, Any]]  # an SSE event's name and data
@@ -190,8 +198,8 @@ def _with_tool_use_ids(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class MessageEvents:
-    """The policy's `chat.completion.chunk` dicts as Messages stream events (sans-I/O):
-    `start()`, then `chunk()` for each chunk, then `finish()`."""
+    """The policy's reply parts as Messages stream events (sans-I/O): `start()`, then
+    `part()` for each part, then `finish()`."""
 
     def __init__(self, model: str, input_estimate: int) -> None:
         self.model = model
@@ -218,27 +226,22 @@ class MessageEvents:
         }
         return [("message_start", {"type": "message_start", "message": message}), PING]
 
-    def chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
-        usage = chunk.get("usage")
-        if isinstance(usage, Mapping):
-            self._usage = usage
-        out: list[Event] = []
-        for choice in chunk.get("choices") or ():
-            if choice.get("index", 0) != 0:
-                continue  # Messages has one reply per request
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content")
-            if isinstance(reasoning, str) and reasoning:
-                out += self._stream("thinking", reasoning)
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                out += self._stream("text", text)
-            for call in delta.get("tool_calls") or ():
-                out += self._tool_call(call)
-            self.invalid += delta.get("invalid_tool_calls") or []
-            if choice.get("finish_reason") is not None:
-                self._finish = choice["finish_reason"]
-        return out
+    def part(self, part: ReplyPart) -> list[Event]:
+        if isinstance(part, UsagePart):
+            self._usage = part.usage
+            return []
+        if part.choice != 0:
+            return []  # Messages has one reply per request
+        if isinstance(part, ReasoningPart):
+            return self._stream("thinking", part.text)
+        if isinstance(part, TextPart):
+            return self._stream("text", part.text)
+        if isinstance(part, CallPart):
+            return self._tool_call(part)
+        if isinstance(part, EndPart):
+            self.invalid += part.invalid_tool_calls
+            self._finish = part.finish_reason
+        return []
 
     def finish(self, stop_sequence: str | None) -> list[Event]:
         out = self._end_call() + self._close()
@@ -270,14 +273,13 @@ class MessageEvents:
         out.append(_event("content_block_delta", index=self._blocks - 1, delta=delta))
         return out
 
-    def _tool_call(self, entry: Mapping[str, Any]) -> list[Event]:
-        function = entry.get("function") or {}
+    def _tool_call(self, call: CallPart) -> list[Event]:
         out: list[Event] = []
-        if entry.get("id"):
+        if call.id:
             out += self._end_call()
-            self._call = {"id": entry["id"], "name": function.get("name") or "", "arguments": []}
-        if self._call is not None and function.get("arguments"):
-            self._call["arguments"].append(function["arguments"])
+            self._call = {"id": call.id, "name": call.name or "", "arguments": []}
+        if self._call is not None and call.arguments:
+            self._call["arguments"].append(call.arguments)
         return out
 
     def _end_call(self) -> list[Event]:

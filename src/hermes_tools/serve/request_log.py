@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_tools._policy.reply import CallPart, EndPart, ReplyPart
+
 # Upstream response headers a chat answer carries back, whole or streamed, failed or not: the
 # request id and the rate-limit counters and waits clients act on.
 _RELAYED_HEADERS = ("retry-after", "retry-after-ms", "x-request-id")
@@ -115,6 +117,15 @@ class Exchange:
             for number, call in enumerate(carried.get("invalid_tool_calls") or ()):
                 call_id = call.get("id") if isinstance(call, dict) else None
                 self.invalid_ids.add(call_id or f"{index}:{number}")
+
+    def count_part(self, part: ReplyPart) -> None:
+        """The calls a part of a streamed reply carries, as `count` does for a chunk."""
+        if isinstance(part, CallPart) and part.id:
+            self.call_ids.add(part.id)
+        elif isinstance(part, EndPart):
+            for number, call in enumerate(part.invalid_tool_calls):
+                call_id = call.get("id") if isinstance(call, dict) else None
+                self.invalid_ids.add(call_id or f"{part.choice}:{number}")
 
 
 EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(

@@ -39,7 +39,7 @@ from hermes_tools.serve.http import (
     SSE_HEADERS,
     Handler,
     Responder,
-    answer_chunks,
+    answer_parts,
     cancel_on_disconnect,
     closed_at_end,
     relay_failure,
@@ -252,11 +252,11 @@ class Responses(Handler):
     ) -> None:
         exchange = responder.exchange
         created = time.time()
-        async with closed_at_end(answer_chunks(session, transport, read.chat)) as chunks:
+        async with closed_at_end(answer_parts(session, transport, read.chat)) as parts:
             try:
-                # The first chunk before the answer starts: a request that fails, fails with
+                # The first part before the answer starts: a request that fails, fails with
                 # its status.
-                first = await anext(chunks, None)
+                first = await anext(parts, None)
             except Exception as exc:
                 await relay_failure(exc, responder, self.settings)
                 return
@@ -264,13 +264,13 @@ class Responses(Handler):
             await responder.start(200, [*SSE_HEADERS, *exchange.answer_headers()])
             try:
                 await responder.body(b"".join(map(sse, events.start())))
-                chunk = first
-                while chunk is not None:
-                    exchange.count(chunk, "delta")
-                    out = events.chunk(chunk)
+                part = first
+                while part is not None:
+                    exchange.count_part(part)
+                    out = events.part(part)
                     if out:
                         await responder.body(b"".join(map(sse, out)))
-                    chunk = await anext(chunks, None)
+                    part = await anext(parts, None)
                 ending = events.finish()
             except Exception as exc:
                 body, exchange.error = stream_failure(exc, self.settings)

@@ -17,6 +17,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_tools._policy.reply import (
+    CallPart,
+    EndPart,
+    ReasoningPart,
+    ReplyPart,
+    TextPart,
+    UsagePart,
+)
 from hermes_tools.serve.json_codec import encode
 from hermes_tools.serve.responses_request import ChatRequest, Item
 
@@ -154,7 +162,7 @@ def response_object(
 
 
 class ResponseEvents:
-    """`chat.completion.chunk` dicts in, Responses stream events out (sans-I/O).
+    """The reply's parts in, Responses stream events out (sans-I/O).
 
     Items open as the reply's parts arrive: a `reasoning` item for reasoning, a `message` item
     for text, a `function_call` item for each call; a reasoning or message item is done when
@@ -182,29 +190,24 @@ class ResponseEvents:
             self._event("response.in_progress", response=dict(self.response)),
         ]
 
-    def chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
-        events: list[Event] = []
-        usage = usage_of(chunk.get("usage"))
-        if usage is not None:
-            self._usage = usage
-        for choice in chunk.get("choices") or ():
-            if (choice.get("index") or 0) != 0:
-                continue  # the Responses API has one choice
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                events += self._text("reasoning", reasoning)
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                events += self._text("message", content)
-            for call in delta.get("tool_calls") or ():
-                events += self._call(call)
-            for invalid in delta.get("invalid_tool_calls") or ():
+    def part(self, part: ReplyPart) -> list[Event]:
+        if isinstance(part, UsagePart):
+            self._usage = usage_of(part.usage)
+            return []
+        if part.choice != 0:
+            return []  # the Responses API has one choice
+        if isinstance(part, ReasoningPart):
+            return self._text("reasoning", part.text)
+        if isinstance(part, TextPart):
+            return self._text("message", part.text)
+        if isinstance(part, CallPart):
+            return self._call(part)
+        if isinstance(part, EndPart):
+            for invalid in part.invalid_tool_calls:  # an upstream's own, passed through, too
                 if isinstance(invalid, Mapping) and invalid.get("id"):
                     self._invalid.add(str(invalid["id"]))
-            if choice.get("finish_reason"):
-                self._finish = choice["finish_reason"]
-        return events
+            self._finish = part.finish_reason
+        return []
 
     def finish(self) -> list[Event]:
         """The reply is over: every item done, and `response.completed` (or `.incomplete`)."""
@@ -319,17 +322,15 @@ class ResponseEvents:
             self._event("response.output_item.done", output_index=index, item=item),
         ]
 
-    def _call(self, call: Mapping[str, Any]) -> list[Event]:
+    def _call(self, call: CallPart) -> list[Event]:
         events: list[Event] = []
-        position = call.get("index", len(self._calls))
-        function = call.get("function") or {}
-        index = self._calls.get(position)
+        index = self._calls.get(call.index)
         if index is None:
             events += self._close_open()
-            index = self._calls[position] = len(self._output)
+            index = self._calls[call.index] = len(self._output)
             item = call_item(
-                call.get("id") or new_id("call"),
-                function.get("name") or "",
+                call.id or new_id("call"),
+                call.name or "",
                 "",
                 self.request.namespaces,
                 status="in_progress",
@@ -338,15 +339,14 @@ class ResponseEvents:
             events.append(
                 self._event("response.output_item.added", output_index=index, item=dict(item))
             )
-        arguments = function.get("arguments")
-        if isinstance(arguments, str) and arguments and index not in self._done:
-            self._output[index]["arguments"] += arguments
+        if call.arguments and index not in self._done:
+            self._output[index]["arguments"] += call.arguments
             events.append(
                 self._event(
                     "response.function_call_arguments.delta",
                     item_id=self._output[index]["id"],
                     output_index=index,
-                    delta=arguments,
+                    delta=call.arguments,
                 )
             )
         return events
