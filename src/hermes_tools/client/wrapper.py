@@ -45,8 +45,7 @@ if TYPE_CHECKING:
 
 ClientT = TypeVar("ClientT", OpenAI, AsyncOpenAI)
 F = TypeVar("F", bound=Callable[..., Any])
-# wrap()'s keywords: every option, declared once (`_option`).
-_OPTIONS = (*FORMAT, *REPLY, PARSE_WITHOUT_TOOLS, TOOL_PROFILE)
+_OPTIONS = (*FORMAT, *REPLY, PARSE_WITHOUT_TOOLS, TOOL_PROFILE)  # wrap()'s keywords, declared once
 _KEYWORDS = tuple(option.name for option in _OPTIONS)
 
 _UNSUPPORTED = {
