@@ -13,7 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -363,7 +363,7 @@ def answer_chunks(
     the stream to have ended with a finish reason."""
     if session is None:
         return _checked(transport, chat)
-    return _mapped(_policy_parts(session, transport), session.openai_chunk)
+    return _converted(_policy_parts(session, transport), lambda part: (session.openai_chunk(part),))
 
 
 def answer_parts(
@@ -372,7 +372,7 @@ def answer_parts(
     """The answer's parts: the reply policy's, or the upstream's chunks read as parts where the
     policy has nothing to do (no session)."""
     if session is None:
-        return _spread(_checked(transport, chat), parts_of_chunk)
+        return _converted(_checked(transport, chat), parts_of_chunk)
     return _policy_parts(session, transport)
 
 
@@ -380,17 +380,10 @@ def _policy_parts(session: ReplySession, transport: UpstreamChat) -> AsyncIterat
     return drive_async(session.flow(stream=True, failures=transport.failures), transport)
 
 
-async def _mapped(items: AsyncIterator[_In], convert: Callable[[_In], _Out]) -> AsyncIterator[_Out]:
-    try:
-        async for item in items:
-            yield convert(item)
-    finally:
-        await items.aclose()  # type: ignore[attr-defined]
-
-
-async def _spread(
-    items: AsyncIterator[_In], convert: Callable[[_In], list[_Out]]
+async def _converted(
+    items: AsyncIterator[_In], convert: Callable[[_In], Iterable[_Out]]
 ) -> AsyncIterator[_Out]:
+    """What `convert` makes of each of `items`; `items` closed however this ends."""
     try:
         async for item in items:
             for converted in convert(item):
